@@ -1,0 +1,47 @@
+"""The ``zoo`` command. Each domain adds its own subcommands (``zoo/<domain>/commands.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands")
+"""Modules exposing ``add_commands(subparsers, eval_subparsers)``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zoo", description="Grounded-language model zoo: LIGHT and Blocks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    evaluate = commands.add_parser("eval", help="evaluate a model or baseline on a benchmark")
+    eval_domains = evaluate.add_subparsers(dest="domain", required=True)
+    models = commands.add_parser("models", help="list registered models and released checkpoints")
+    models.add_argument("pattern", nargs="?", default=None, help="shell pattern, e.g. 'blocks-*'")
+    models.set_defaults(handler=_list_models)
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+            continue
+        module.add_commands(commands, eval_domains)
+    return parser
+
+
+def _list_models(args) -> int:
+    from zoo.hub import list_pretrained
+    from zoo.registry import list_models
+
+    print("models:", ", ".join(list_models(args.pattern)))
+    print("pretrained:", ", ".join(list_pretrained()) or "(none released yet)")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    return int(args.handler(args) or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,1 @@
+"""One module per model family; importing this package registers them all."""
