@@ -1,0 +1,114 @@
+"""Play a policy in the vectorised simulator: the loop shared by evaluation and RL training."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Sequence
+
+import torch
+
+from zoo.blocks.board import BoardBatch
+from zoo.blocks.demos import DemonstrationCache
+from zoo.blocks.env import BlocksEnv, StepOutcome
+from zoo.blocks.geometry import HORIZON
+from zoo.blocks.observation import BlocksObservation
+from zoo.blocks.records import Example
+from zoo.blocks.reward import RewardConfig, ShapedReward
+
+
+@dataclass(frozen=True)
+class EpisodeResults:
+    """Per-episode outcomes of one batch."""
+
+    final_error: torch.Tensor  # [B] distance error at the end, in block lengths
+    min_error: torch.Tensor  # [B] smallest error reached (start included)
+    moves: torch.Tensor  # [B] non-STOP actions taken
+    returns: torch.Tensor | None  # [B] sum of rewards, when a reward was configured
+
+
+class EpisodeRunner:
+    """Runs batches of episodes: reset, observe, step, with images and rewards only if needed.
+
+    ``needs_images``/``needs_demonstrations`` are read from the policy, so cheap baselines
+    never pay for rendering.
+    """
+
+    def __init__(
+        self,
+        renderer=None,
+        demo_cache: DemonstrationCache | None = None,
+        reward: RewardConfig | None = None,
+        horizon: int = HORIZON,
+        history: int = 4,
+        device: str | torch.device = "cpu",
+    ):
+        self.renderer = renderer
+        self.demo_cache = demo_cache or DemonstrationCache(horizon)
+        self.reward_config = reward
+        self.horizon = horizon
+        self.history = history
+        self.device = torch.device(device)
+        self.env = BlocksEnv(horizon)
+
+    def start(self, examples: Sequence[Example], images: bool, demonstrations: bool, encode: Callable | None = None):
+        transitions = [example.transition for example in examples]
+        self.instructions = [example.instruction for example in examples]
+        self.boards = BoardBatch.from_transitions(transitions, self.device)
+        self.demos = self.demo_cache.batch(transitions, self.device) if (demonstrations or self._reward_needs_demos) else None
+        self.env.reset(self.boards)
+        self.tokens, self.lengths = encode(self.instructions) if encode else (None, None)
+        self.reward = None
+        if self.reward_config is not None:
+            self.reward = ShapedReward(self.reward_config)
+            self.reward.reset(self.boards, self.demos)
+        self.stack = None
+        if images:
+            from zoo.blocks.render import HistoryStack
+
+            if self.renderer is None:
+                from zoo.blocks.render import BoardRenderer
+
+                self.renderer = BoardRenderer()
+            self.stack = HistoryStack(self.history)
+            self.stack.reset(self._render())
+
+    @property
+    def _reward_needs_demos(self) -> bool:
+        return self.reward_config is not None and self.reward_config.uses_f2
+
+    def _render(self) -> torch.Tensor:
+        return self.renderer.render(self.env.positions, self.boards.n_blocks, self.boards.logo)
+
+    def observe(self) -> BlocksObservation:
+        return BlocksObservation(
+            instructions=self.instructions,
+            previous_action=self.env.previous_action,
+            images=self.stack.observation() if self.stack is not None else None,
+            tokens=self.tokens,
+            lengths=self.lengths,
+            boards=self.boards,
+            positions=self.env.positions,
+            moves_taken=self.env.moves_taken,
+            demos=self.demos,
+        )
+
+    def step(self, actions: torch.Tensor) -> tuple[StepOutcome, torch.Tensor | None]:
+        outcome = self.env.step(actions)
+        reward = self.reward(outcome, actions) if self.reward is not None else None
+        if self.stack is not None:
+            self.stack.push(self._render(), mask=outcome.acted)
+        return outcome, reward
+
+    def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,
+             images: bool = False, demonstrations: bool = False, encode: Callable | None = None) -> EpisodeResults:
+        """Run ``act`` (observation -> actions [B]) until every episode has ended."""
+        self.start(examples, images, demonstrations, encode)
+        returns = torch.zeros(len(examples), dtype=torch.float64, device=self.device)
+        while not self.env.all_done:
+            _, reward = self.step(act(self.observe()))
+            if reward is not None:
+                returns += reward
+        return EpisodeResults(
+            self.env.error(), self.env.min_error, self.env.moves_taken,
+            returns if self.reward is not None else None,
+        )
