@@ -33,9 +33,9 @@ class DistanceError(Metric):
         self.minimum.append(min_error)
 
     def compute(self) -> dict[str, torch.Tensor]:
-        final, minimum = dim_zero_cat(self.final), dim_zero_cat(self.minimum)
-        if final.numel() == 0:
+        if not self.final:
             raise ValueError("DistanceError.compute() called before any update()")
+        final, minimum = dim_zero_cat(self.final), dim_zero_cat(self.minimum)
         return {
             "mean": final.mean(),
             "median": final.quantile(0.5),

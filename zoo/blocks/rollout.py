@@ -62,6 +62,7 @@ class EpisodeRunner:
             self.reward = ShapedReward(self.reward_config)
             self.reward.reset(self.boards, self.demos)
         self.stack = None
+        self.frames: list[torch.Tensor] = []  # uint8 boards after 0, 1, ... actions, when rendering
         if images:
             from zoo.blocks.render import HistoryStack
 
@@ -70,7 +71,9 @@ class EpisodeRunner:
 
                 self.renderer = BoardRenderer()
             self.stack = HistoryStack(self.history)
-            self.stack.reset(self._render())
+            first = self._render()
+            self.stack.reset(first)
+            self.frames = [first]
 
     @property
     def _reward_needs_demos(self) -> bool:
@@ -96,7 +99,9 @@ class EpisodeRunner:
         outcome = self.env.step(actions)
         reward = self.reward(outcome, actions) if self.reward is not None else None
         if self.stack is not None:
-            self.stack.push(self._render(), mask=outcome.acted)
+            frame = self._render()
+            self.stack.push(frame, mask=outcome.acted)
+            self.frames.append(frame)
         return outcome, reward
 
     def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,

@@ -1,5 +1,6 @@
 """One module per model family; importing this package registers them all."""
 
+from zoo.models.block_policy import BlockPolicy
 from zoo.models.blocks_baselines import DemonstrationPolicy, RandomPolicy, StopPolicy
 
-__all__ = ["DemonstrationPolicy", "RandomPolicy", "StopPolicy"]
+__all__ = ["BlockPolicy", "DemonstrationPolicy", "RandomPolicy", "StopPolicy"]

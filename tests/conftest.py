@@ -1,0 +1,50 @@
+"""Shared fixtures. Real data is read through $ZOO_DATA_DIR; when it is unset, the shared
+data next to the repository (../shared/data, as on CI) is used if it exists."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+def _data_root() -> Path | None:
+    root = os.environ.get("ZOO_DATA_DIR")
+    if root:
+        return Path(root)
+    return SHARED_DATA if SHARED_DATA.is_dir() else None
+
+
+DATA_ROOT = _data_root()
+if DATA_ROOT is not None:
+    os.environ.setdefault("ZOO_DATA_DIR", str(DATA_ROOT))
+
+requires_real_blocks = pytest.mark.skipif(
+    DATA_ROOT is None or not (DATA_ROOT / "blocks" / "devset.json").is_file(),
+    reason="the real Blocks data is not available (set ZOO_DATA_DIR)",
+)
+
+
+@pytest.fixture(autouse=True)
+def _isolated_cache(tmp_path_factory, monkeypatch):
+    """Never read or write the user's real download cache from tests."""
+    monkeypatch.setenv("ZOO_CACHE", str(tmp_path_factory.mktemp("zoo-cache")))
+    monkeypatch.setenv("WANDB_MODE", "offline")
+
+
+@pytest.fixture(scope="session")
+def blocks_dev():
+    from zoo.blocks.data import load_split
+
+    return load_split("dev")
+
+
+@pytest.fixture(scope="session")
+def procedural_dev():
+    from zoo.blocks.procedural import procedural_split
+
+    return procedural_split("dev", transitions=24)

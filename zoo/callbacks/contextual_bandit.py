@@ -1,0 +1,84 @@
+"""``ContextualBanditLoop``: the data-collection half of the paper's learning method.
+
+Before every training batch, the callback plays the current policy in the vectorised
+simulator on that batch's episodes, sampling actions from the policy, and records each step's
+context, action and immediate shaped reward. The LightningModule then only sees
+(context, action, reward) tuples and applies its bandit loss; rollout and learning stay
+separate and each is testable alone. The sampling generator is checkpointed, so a resumed
+run draws the same actions as an uninterrupted one.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import lightning as L
+import torch
+
+from zoo.blocks.records import Example
+from zoo.blocks.reward import RewardConfig
+from zoo.blocks.rollout import EpisodeRunner
+
+
+class ContextualBanditLoop(L.Callback):
+    """Fills ``batch["rollout"]`` with the sampled experience of ``batch["episodes"]``.
+
+    ``rollout`` holds: ``frames`` uint8 [T+1, B, 3, H, W] (board after t actions),
+    ``steps``/``episodes`` [N] (which (t, b) were decisions), ``actions``, ``previous_actions``,
+    ``rewards`` and ``returns`` [N] (immediate reward; the episode's total reward, for
+    REINFORCE), ``tokens``/``lengths`` of the B instructions.
+    """
+
+    def __init__(self, examples: Sequence[Example], reward: RewardConfig | None = None, seed: int = 0,
+                 renderer=None, demo_cache=None, horizon: int = 40, history: int = 4):
+        self.examples = examples
+        self.reward = reward or RewardConfig()
+        self.runner = EpisodeRunner(renderer, demo_cache, self.reward, horizon, history)
+        self.generator = torch.Generator().manual_seed(seed)
+        self.last_stats: dict[str, float] = {}
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        examples = [self.examples[i] for i in batch["episodes"].tolist()]
+        batch["rollout"] = self.collect(pl_module, examples)
+        pl_module.log_dict({f"bandit/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
+
+    @torch.no_grad()
+    def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+        was_training = policy.training
+        policy.eval()
+        runner = self.runner
+        runner.start(examples, images=True, demonstrations=False, encode=policy.encode_instructions)
+        log = {"steps": [], "episodes": [], "actions": [], "previous": [], "rewards": []}
+        step = 0
+        while not runner.env.all_done:
+            observation = runner.observe()
+            probabilities = policy.score(observation).cpu()
+            actions = torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
+            active = ~runner.env.done
+            previous = runner.env.previous_action.clone()
+            _, reward = runner.step(actions)
+            index = active.nonzero().squeeze(1)
+            log["steps"].append(torch.full_like(index, step))
+            log["episodes"].append(index)
+            log["actions"].append(actions[index])
+            log["previous"].append(previous[index])
+            log["rewards"].append(reward[index])
+            step += 1
+        rollout = {key: torch.cat(values) for key, values in log.items()}
+        totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
+        rollout["returns"] = totals[rollout["episodes"]]
+        rollout["frames"] = torch.stack(runner.frames)
+        rollout["tokens"], rollout["lengths"] = runner.tokens, runner.lengths
+        self.last_stats = {
+            "episode_return": float(totals.mean()),
+            "final_error": float(runner.env.error().mean()),
+            "episode_length": float(runner.env.moves_taken.float().mean()),
+        }
+        policy.train(was_training)
+        return rollout
+
+    def state_dict(self) -> dict:
+        return {"generator": self.generator.get_state()}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.generator.set_state(state["generator"])

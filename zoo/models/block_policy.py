@@ -1,0 +1,202 @@
+"""The CNN-LSTM block policy of Misra, Langford & Artzi (EMNLP 2017), Appendix C.
+
+Image stack (current frame and K=4 previous, [15, 120, 120]) -> three convolutions -> 200-d;
+instruction -> 150-d embeddings -> LSTM(250) -> mean over tokens; previous action -> block
+(32-d, 21 values with "none") and direction (24-d, 6 values with "none") embeddings;
+concatenation (506-d) -> ReLU layer of 120 -> a block softmax (20) and a direction softmax
+(4 moves + STOP). A move's probability is p_block * p_direction; STOP's is p_direction(STOP).
+
+The training objectives live elsewhere (:mod:`zoo.models.block_training`); this module is
+the network and how it scores the 81 actions.
+"""
+
+from __future__ import annotations
+
+import torch
+from torch import nn
+from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
+
+from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
+from zoo.blocks.observation import BlocksObservation
+from zoo.blocks.history import stacks_from_frames
+from zoo.blocks.vocab import Vocabulary
+from zoo.models import block_objectives as objectives
+from zoo.grounded import Grounded
+from zoo.registry import register_class
+
+NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
+NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
+STOP_DIRECTION = NUM_DIRECTIONS
+
+
+class ImageEncoder(nn.Module):
+    """Three ReLU convolutions with TensorFlow's SAME padding (120 -> 30 -> 8 -> 4), then linear."""
+
+    def __init__(self, in_channels: int, channels: int = 32, out_dim: int = 200, image_size: int = 120):
+        super().__init__()
+        self.convolutions = nn.Sequential(
+            nn.Conv2d(in_channels, channels, 8, stride=4, padding=2), nn.ReLU(),
+            nn.Conv2d(channels, channels, 8, stride=4, padding=3), nn.ReLU(),
+            nn.Conv2d(channels, channels, 4, stride=2, padding=1), nn.ReLU(),
+        )
+        with torch.no_grad():
+            features = self.convolutions(torch.zeros(1, in_channels, image_size, image_size)).numel()
+        self.project = nn.Linear(features, out_dim)
+
+    def forward(self, images: torch.Tensor) -> torch.Tensor:
+        return self.project(self.convolutions(images).flatten(1))
+
+
+class InstructionEncoder(nn.Module):
+    """Word embeddings -> LSTM -> mean of the hidden states over the real tokens."""
+
+    def __init__(self, vocabulary_size: int, embedding_dim: int = 150, hidden_dim: int = 250):
+        super().__init__()
+        self.embed = nn.Embedding(vocabulary_size, embedding_dim, padding_idx=0)
+        self.lstm = nn.LSTM(embedding_dim, hidden_dim, batch_first=True)
+
+    def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        packed = pack_padded_sequence(self.embed(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
+        states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True)  # zeros past each length
+        return states.sum(dim=1) / lengths.to(states.device, states.dtype)[:, None]
+
+
+@register_class
+class BlockPolicy(Grounded):
+    """CNN-LSTM policy over the 81 block moves (20 blocks × 4 directions + STOP)."""
+
+    needs_images = True
+    needs_demonstrations = False
+
+    def __init__(
+        self,
+        vocabulary: list[str],
+        embedding_dim: int = 150,
+        lstm_dim: int = 250,
+        image_dim: int = 200,
+        conv_channels: int = 32,
+        block_embedding_dim: int = 32,
+        direction_embedding_dim: int = 24,
+        hidden_dim: int = 120,
+        history: int = 4,
+        image_size: int = 120,
+        use_previous_action: bool = True,
+        objective: str = "supervised",
+        learning_rate: float = 1e-3,
+        entropy_coefficient: float = 0.1,
+    ):
+        super().__init__()
+        self.save_hyperparameters()
+        self.vocabulary = Vocabulary(vocabulary)
+        self.image = ImageEncoder(3 * (history + 1), conv_channels, image_dim, image_size)
+        self.instruction = InstructionEncoder(len(vocabulary), embedding_dim, lstm_dim)
+        self.previous_block = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)
+        self.previous_direction = nn.Embedding(NUM_DIRECTIONS + 2, direction_embedding_dim)
+        action_dim = block_embedding_dim + direction_embedding_dim if use_previous_action else 0
+        self.hidden = nn.Linear(image_dim + lstm_dim + action_dim, hidden_dim)
+        self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
+        self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
+        self.reset_parameters()
+
+    def reset_parameters(self) -> None:
+        """Glorot-uniform weights and zero biases (TensorFlow's defaults, which the original used)."""
+        for module in self.modules():
+            if isinstance(module, (nn.Linear, nn.Conv2d)):
+                nn.init.xavier_uniform_(module.weight)
+                nn.init.zeros_(module.bias)
+
+    def reset_direction_head(self) -> None:
+        """Re-initialise the direction softmax, as the paper does after supervised warm-up."""
+        nn.init.xavier_uniform_(self.direction_head.weight)
+        nn.init.zeros_(self.direction_head.bias)
+
+    # ------------------------------------------------------------------ inputs
+    def encode_instructions(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
+        tokens, lengths = self.vocabulary.encode_batch(texts)
+        return tokens.to(self.device), lengths
+
+    @staticmethod
+    def split_previous_action(previous_action: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """(block, direction) embedding indices of the previous action; -1 means none yet."""
+        none = previous_action < 0
+        block = torch.where(none, NO_BLOCK, torch.where(previous_action == STOP, NO_BLOCK, previous_action // NUM_DIRECTIONS))
+        direction = torch.where(previous_action == STOP, STOP_DIRECTION, previous_action % NUM_DIRECTIONS)
+        return block, torch.where(none, NO_DIRECTION, direction)
+
+    # ------------------------------------------------------------------ network
+    def forward(self, images, tokens, lengths, previous_action) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of the block [B, 20] and of the direction [B, 5]."""
+        parts = [self.image(images), self.instruction(tokens, lengths)]
+        if self.hparams.use_previous_action:
+            block, direction = self.split_previous_action(previous_action)
+            parts += [self.previous_block(block), self.previous_direction(direction)]
+        hidden = torch.relu(self.hidden(torch.cat(parts, dim=-1)))
+        return self.block_head(hidden).log_softmax(-1), self.direction_head(hidden).log_softmax(-1)
+
+    def observe(self, observation: BlocksObservation) -> tuple[torch.Tensor, torch.Tensor]:
+        if observation.images is None:
+            raise ValueError("BlockPolicy needs the image stack (observation.images)")
+        tokens, lengths = observation.tokens, observation.lengths
+        if tokens is None:
+            tokens, lengths = self.encode_instructions(observation.instructions)
+        return self(observation.images.to(self.device), tokens.to(self.device), lengths,
+                    observation.previous_action.to(self.device))
+
+    @staticmethod
+    def joint_log_probs(block_log_probs: torch.Tensor, direction_log_probs: torch.Tensor) -> torch.Tensor:
+        """log p of each of the 81 actions: block × move direction, then STOP."""
+        moves = block_log_probs[:, :, None] + direction_log_probs[:, None, :NUM_DIRECTIONS]
+        return torch.cat([moves.flatten(1), direction_log_probs[:, STOP_DIRECTION:]], dim=1)
+
+    def action_log_probs(self, observation: BlocksObservation) -> torch.Tensor:
+        return self.joint_log_probs(*self.observe(observation))
+
+    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
+        """Probabilities of the 81 actions ([B, 81]); the argmax is the greedy action."""
+        return self.action_log_probs(observations).exp()
+
+    # ------------------------------------------------------------------ training
+    OBJECTIVES = ("supervised", "bandit", "reinforce")
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        objective = self.hparams.objective
+        if objective == "supervised":
+            loss = self._supervised(batch)
+        elif objective in ("bandit", "reinforce"):
+            loss = self._from_rollout(batch["rollout"], objective)
+        else:
+            raise ValueError(f"unknown objective {objective!r}; choose one of {self.OBJECTIVES}")
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch.get("action", batch.get("episodes"))))
+        return loss
+
+    def _supervised(self, batch: dict) -> torch.Tensor:
+        block, direction = self(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
+        loss = objectives.supervised_loss(block, direction, batch["action"])
+        accuracy = (self.joint_log_probs(block, direction).argmax(-1) == batch["action"]).float().mean()
+        self.log("train/accuracy", accuracy, batch_size=len(batch["action"]))
+        return loss
+
+    def _from_rollout(self, rollout: dict, objective: str) -> torch.Tensor:
+        """Bandit or REINFORCE loss on the contexts a ContextualBanditLoop collected."""
+        if rollout["steps"].numel() == 0:
+            raise RuntimeError("the rollout recorded no decisions")
+        images = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"], self.hparams.history)
+        tokens = rollout["tokens"][rollout["episodes"]]
+        lengths = rollout["lengths"][rollout["episodes"].cpu()]
+        block, direction = self(images.to(self.device), tokens.to(self.device), lengths, rollout["previous"].to(self.device))
+        actions = rollout["actions"].to(self.device)
+        coefficient = self.hparams.entropy_coefficient
+        if objective == "bandit":
+            return objectives.bandit_loss(block, direction, actions, rollout["rewards"].to(self.device), coefficient)
+        return objectives.reinforce_loss(block, direction, actions, rollout["returns"].to(self.device),
+                                         rollout["episodes"], coefficient)
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        block, direction = self(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
+        size = len(batch["action"])
+        self.log("val/loss", objectives.supervised_loss(block, direction, batch["action"]), batch_size=size)
+        accuracy = (self.joint_log_probs(block, direction).argmax(-1) == batch["action"]).float().mean()
+        self.log("val/accuracy", accuracy, batch_size=size, prog_bar=True)
+
+    def configure_optimizers(self):
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
