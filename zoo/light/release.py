@@ -201,12 +201,19 @@ def select_split(episodes: Sequence[Episode], split: str) -> list[Episode]:
     return split_light_data(episodes)[split]
 
 
-def load_release(data_dir: str | os.PathLike | None = None, download: bool = False) -> dict[str, list[Episode]]:
-    """The four splits of the official release: train, valid, test, test_unseen."""
+def load_release(
+    data_dir: str | os.PathLike | None = None, download: bool = False, verify: bool = True
+) -> dict[str, list[Episode]]:
+    """The four splits of the official release: train, valid, test, test_unseen.
+
+    ``verify=False`` reads same-named files without their published hashes (e.g. a LIGHT-sim
+    corpus written as ``light_data.pkl``/``light_unseen_data.pkl``); unpickling stays restricted.
+    """
     data_path = locate("light_data", data_dir, download)
     unseen_path = locate("light_unseen_data", data_dir, download)
-    splits = split_light_data(load_episodes(data_path, expected_sha256=RELEASE_FILES["light_data"].sha256))
-    splits["test_unseen"] = load_episodes(unseen_path, expected_sha256=RELEASE_FILES["light_unseen_data"].sha256)
+    data_hash, unseen_hash = RELEASE_FILES["light_data"].sha256, RELEASE_FILES["light_unseen_data"].sha256
+    splits = split_light_data(load_episodes(data_path, verify=verify, expected_sha256=data_hash))
+    splits["test_unseen"] = load_episodes(unseen_path, verify=verify, expected_sha256=unseen_hash)
     return splits
 
 
