@@ -78,7 +78,7 @@ def run_eval(args) -> int:
 
 
 def run_render(args) -> int:
-    from zoo.blocks.animation_episode import render_episode
+    from zoo.blocks.episode_animation import render_episode
     from zoo.blocks.sources import open_split
 
     split, source = open_split(args.split, args.data_dir, args.download)

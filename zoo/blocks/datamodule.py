@@ -21,6 +21,7 @@ from zoo.blocks.demos import Demonstration, DemonstrationCache
 from zoo.blocks.geometry import MAX_BLOCKS
 from zoo.blocks.records import BlocksSplit, Example
 from zoo.blocks.vocab import Vocabulary, build_vocabulary
+from zoo.resumable import ResumableLoader
 
 
 @dataclass
@@ -40,6 +41,19 @@ class DemonstrationSteps(Dataset):
     def __getitem__(self, index: int) -> tuple[int, int]:
         example, step = self.items[index]
         return int(example), int(step)
+
+
+@dataclass
+class EpisodeIndices(Dataset):
+    """Positions 0..size-1: which training examples a rollout batch plays."""
+
+    size: int
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, index: int) -> int:
+        return index
 
 
 class StepCollator:
@@ -111,10 +125,14 @@ class BlocksDataModule(L.LightningDataModule):
         history: int = 4,
         procedural_sizes: dict | None = None,
         seed: int = 0,
+        mode: str = "steps",
+        episodes_per_batch: int = 32,
     ):
         super().__init__()
         if source not in ("auto", "real", "procedural"):
             raise ValueError(f"source must be 'auto', 'real' or 'procedural', got {source!r}")
+        if mode not in ("steps", "episodes"):
+            raise ValueError(f"mode must be 'steps' (supervised) or 'episodes' (rollouts), got {mode!r}")
         self.save_hyperparameters()
         self.demos = DemonstrationCache()
         self._splits: dict[str, BlocksSplit] = {}
@@ -163,18 +181,29 @@ class BlocksDataModule(L.LightningDataModule):
         return self._renderer
 
     def _steps_loader(self, examples: Sequence[Example], shuffle: bool) -> DataLoader:
-        generator = torch.Generator().manual_seed(self.hparams.seed)
-        return DataLoader(
+        return ResumableLoader(
             DemonstrationSteps(examples, self.demos),
             batch_size=self.hparams.batch_size,
+            seed=self.hparams.seed,
             shuffle=shuffle,
-            generator=generator if shuffle else None,
             num_workers=self.hparams.num_workers,
             collate_fn=StepCollator(examples, self.demos, self.vocabulary, self.renderer, self.hparams.history),
             persistent_workers=self.hparams.num_workers > 0,
         )
 
+    def _episodes_loader(self, examples: Sequence[Example]) -> DataLoader:
+        """Batches of example indices; a ContextualBanditLoop turns them into experience."""
+        return ResumableLoader(
+            EpisodeIndices(len(examples)),
+            batch_size=self.hparams.episodes_per_batch,
+            seed=self.hparams.seed,
+            shuffle=True,
+            collate_fn=lambda indices: {"episodes": torch.tensor(indices, dtype=torch.long)},
+        )
+
     def train_dataloader(self) -> DataLoader:
+        if self.hparams.mode == "episodes":
+            return self._episodes_loader(self.train_examples)
         return self._steps_loader(self.train_examples, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:

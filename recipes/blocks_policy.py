@@ -1,0 +1,135 @@
+"""Train the block policy of Misra, Langford & Artzi (2017): supervised, contextual bandit, REINFORCE.
+
+    python recipes/blocks_policy.py                                   # supervised (the paper's baseline)
+    python recipes/blocks_policy.py method=bandit                     # the paper's approach
+    python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
+    python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
+
+Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
+exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
+``zoo eval blocks --model <run_dir>/pretrained``).
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+import lightning as L
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.reward import RewardConfig
+from zoo.callbacks import ContextualBanditLoop
+from zoo.callbacks.rollout_evaluation import RolloutEvaluation
+from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path
+from zoo.models.block_policy import BlockPolicy
+
+DEFAULT_CONFIG = Path(__file__).with_suffix(".yaml")
+RL_METHODS = ("bandit", "reinforce")
+log = logging.getLogger("blocks_policy")
+
+
+def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
+    data = config.data
+    datamodule = BlocksDataModule(
+        data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
+        num_workers=data.num_workers, seed=config.seed, mode=mode,
+        procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
+        episodes_per_batch=config.bandit.episodes_per_batch,
+    )
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    return datamodule
+
+
+def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_dir: Path) -> list:
+    dev = datamodule.dev_examples
+    if config.evaluation.dev_limit:
+        dev = dev[: config.evaluation.dev_limit]
+    every = config.evaluation.dev_every_n_epochs
+    return [
+        RolloutEvaluation(datamodule.tuning_examples, "tuning", every, renderer=datamodule.renderer),
+        RolloutEvaluation(dev, "dev", every, gifs=config.evaluation.gifs, gif_dir=run_dir / "rollouts",
+                          renderer=datamodule.renderer),
+    ]
+
+
+def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, run_dir: Path,
+        extra_callbacks: list = (), max_epochs: int | None = None) -> BlockPolicy:
+    """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained."""
+    callbacks = [*extra_callbacks, *evaluation_callbacks(config, datamodule, run_dir),
+                 *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
+    trainer_config = config.trainer.copy()
+    if max_epochs is not None:
+        trainer_config.max_epochs = max_epochs
+    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
+    trainer.fit(policy, datamodule=datamodule, ckpt_path=resume_path(run_dir))
+    best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
+    if best:
+        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        policy.load_state_dict(state)
+    if trainer.is_global_zero:
+        policy.save_pretrained(run_dir / "pretrained")
+        log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
+    return policy
+
+
+def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlockPolicy:
+    return BlockPolicy(datamodule.vocabulary.words, **config.model, objective="supervised",
+                       learning_rate=config.supervised.learning_rate)
+
+
+def initial_rl_policy(config: DictConfig, run_dir: Path) -> BlockPolicy:
+    """The paper's initialisation: a supervised policy (trained here for ``warmup_epochs`` or
+    loaded from ``init_from``) whose direction head is then re-initialised."""
+    bandit = config.bandit
+    overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
+                     entropy_coefficient=bandit.entropy_coefficient)
+    if bandit.init_from:
+        source = Path(bandit.init_from)
+        if source.suffix == ".ckpt":
+            policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", **overrides)
+        else:
+            policy = BlockPolicy.from_pretrained(source, **overrides)
+    elif bandit.warmup_epochs > 0:
+        warmup_dir = run_dir / "warmup"
+        if not (warmup_dir / "pretrained").is_dir():
+            steps = make_datamodule(config, mode="steps")
+            fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
+        policy = BlockPolicy.from_pretrained(warmup_dir / "pretrained", **overrides)
+    else:
+        raise SystemExit("bandit.init_from or bandit.warmup_epochs > 0 is required (the paper's initialisation)")
+    if bandit.reset_direction_head:
+        torch.manual_seed(config.seed)
+        policy.reset_direction_head()
+    return policy.train()
+
+
+def main(argv: list[str]) -> int:
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = load_config(DEFAULT_CONFIG, argv)
+    if config.method not in ("supervised", *RL_METHODS):
+        raise SystemExit(f"method must be supervised, bandit or reinforce; got {config.method!r}")
+    L.seed_everything(config.seed, workers=True)
+    run_dir = Path(config.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(config, run_dir / "config.yaml")
+    if config.method == "supervised":
+        datamodule = make_datamodule(config, mode="steps")
+        fit(config, supervised_policy(config, datamodule), datamodule, run_dir)
+        return 0
+    policy = initial_rl_policy(config, run_dir)
+    datamodule = make_datamodule(config, mode="episodes")
+    datamodule.vocabulary = policy.vocabulary
+    reward = RewardConfig(config.bandit.reward, failure_penalty=config.bandit.failure_penalty)
+    loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
+                                demo_cache=datamodule.demos)
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop])
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,75 @@
+"""What every recipe needs: a config with dotted overrides, a logger, checkpoints that resume.
+
+Recipes stay short scripts that say *what* is trained; this module says *how* runs are set up
+the same way everywhere (W&B offline by default, a ``last.ckpt`` written every few hundred
+steps, automatic resumption when a run directory already holds one).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Sequence
+
+import lightning as L
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from omegaconf import DictConfig, OmegaConf
+
+
+def load_config(default: str | os.PathLike, argv: Sequence[str]) -> DictConfig:
+    """The recipe's YAML, then ``--config other.yaml`` files, then ``key.sub=value`` overrides."""
+    argv = list(argv)
+    files = [Path(default)]
+    while "--config" in argv:
+        at = argv.index("--config")
+        files.append(Path(argv[at + 1]))
+        del argv[at : at + 2]
+    unknown = [arg for arg in argv if "=" not in arg]
+    if unknown:
+        raise SystemExit(f"arguments must be key=value overrides (or --config FILE); got {unknown}")
+    config = OmegaConf.merge(*(OmegaConf.load(f) for f in files), OmegaConf.from_dotlist(argv))
+    OmegaConf.resolve(config)
+    return config
+
+
+def make_logger(config: DictConfig, run_dir: Path, name: str):
+    """W&B (offline unless WANDB_MODE/WANDB_API_KEY say otherwise), CSV, or none."""
+    kind = config.get("kind", "wandb")
+    if kind in (None, "none", False):
+        return False
+    if kind == "csv":
+        from lightning.pytorch.loggers import CSVLogger
+
+        return CSVLogger(str(run_dir), name="logs")
+    if kind != "wandb":
+        raise ValueError(f"logger.kind must be wandb, csv or none; got {kind!r}")
+    from lightning.pytorch.loggers import WandbLogger
+
+    offline = os.environ.get("WANDB_MODE", config.get("mode", "offline")) == "offline" and not os.environ.get("WANDB_API_KEY")
+    return WandbLogger(project=config.get("project", "zoo"), name=name, save_dir=str(run_dir), offline=offline,
+                       log_model=False)
+
+
+def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None = None, mode: str = "min") -> list:
+    """``last.ckpt`` every N steps (for resuming) and, when ``monitor`` is set, the best epoch."""
+    callbacks = [ModelCheckpoint(dirpath=run_dir / "checkpoints", save_last=True, save_top_k=0,
+                                 every_n_train_steps=every_n_train_steps)]
+    if monitor:
+        callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best-epoch{epoch:03d}", monitor=monitor,
+                                         mode=mode, save_top_k=1, auto_insert_metric_name=False))
+    callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="epoch{epoch:03d}", save_top_k=-1,
+                                     every_n_epochs=1, auto_insert_metric_name=False))
+    return callbacks
+
+
+def resume_path(run_dir: Path) -> str | None:
+    """The run's ``last.ckpt`` if an earlier (interrupted) run left one, so training continues."""
+    last = run_dir / "checkpoints" / "last.ckpt"
+    return str(last) if last.is_file() else None
+
+
+def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
+    options = OmegaConf.to_container(config, resolve=True)
+    if logger is not False:
+        callbacks = [*callbacks, LearningRateMonitor()]
+    return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)
