@@ -16,6 +16,7 @@ and the gold appended when missing.
 from __future__ import annotations
 
 import random
+from collections import Counter
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -79,12 +80,11 @@ class SpeechSampler:
         self.pool = list(pool)
         self.rng = rng
         self.num_negatives = num_candidates - 1
+        self._counts = Counter(self.pool)
 
     def __call__(self, gold: str) -> list[str]:
-        wanted = self.num_negatives
-        if wanted > 0:
-            eligible = sum(1 for text in self.pool if text != gold)
-            wanted = min(wanted, eligible)
+        eligible = len(self.pool) - self._counts.get(gold, 0)
+        wanted = min(self.num_negatives, eligible)
         negatives: list[str] = []
         taken: set[int] = set()
         while len(negatives) < wanted:

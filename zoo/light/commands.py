@@ -5,7 +5,6 @@ The ``light`` command gets its own subparsers so later tools (neighbors, sim, st
 
 from __future__ import annotations
 
-import argparse
 import json
 import pickle
 import sys
@@ -71,7 +70,7 @@ def _examples(args) -> int:
             examples = build_all_examples(splits, args.task, args.features, options)
         else:
             examples = build_split_examples(splits, args.split, args.task, args.features, options)
-    except (LightDataError, FileNotFoundError, pickle.UnpicklingError, ValueError) as error:
+    except (LightDataError, OSError, pickle.UnpicklingError, ValueError) as error:
         print(f"zoo light examples: error: {error}", file=sys.stderr)
         return 2
     if args.limit is not None:
