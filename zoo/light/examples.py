@@ -7,7 +7,8 @@ most one example whose label is the self agent's speech, action or emote (or ``w
 them) at ``i + 1``. An example's text holds only what is new since the previous example of
 the view (ParlAI's history glues them together; :func:`full_contexts` does the same); the
 first one starts with the header of task, setting, names, persona and object descriptions.
-Every line is ``<special token> <value>``, lines joined by ``\\n``, trailing newlines removed.
+With the default features every line is ``<special token> <value>``; lines are joined by
+``\\n`` and trailing newlines removed.
 
 Candidates (spec §5) come from :mod:`zoo.light.candidates`; with the default options the
 speech lists reproduce ParlAI's when the same pickle's earlier splits are given too.
@@ -16,7 +17,7 @@ speech lists reproduce ParlAI's when the same pickle's earlier splits are given 
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Iterator, Mapping, Sequence
 
 from zoo.light.candidates import (
@@ -207,8 +208,7 @@ def _view_drafts(view: _View, kind: str, features: Features, episode_index: int)
         if uses(features.emote, "self") and my_emote is not None and "emote" not in shown:
             pending += f"_self_emote {my_emote}\n"
     if drafts:
-        last = drafts[-1]
-        drafts[-1] = _Draft(last.text, last.label, True, last.episode, last.self_agent, last.turn)
+        drafts[-1] = replace(drafts[-1], episode_done=True)
     return drafts
 
 
