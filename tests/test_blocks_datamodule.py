@@ -19,7 +19,7 @@ def test_training_stacks_equal_what_the_policy_sees_when_replaying_the_demonstra
     while not runner.env.all_done:
         observation = runner.observe()
         batch = collate([(0, step)])
-        torch.testing.assert_close(batch["images"], observation.images, atol=1e-5, rtol=1e-5)
+        torch.testing.assert_close(batch["images"], observation.images, atol=1e-4, rtol=1e-4)  # float32 rounding of two summation orders
         assert batch["previous_action"].item() == observation.previous_action.item()
         action = policy.score(observation).argmax(-1)
         assert batch["action"].item() == action.item()

