@@ -501,12 +501,12 @@ def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
 
     ``inplace=True`` overwrites ``stack``: on a CPU, allocating a fresh 27 MB batch costs
     more (page faults) than the arithmetic, so hot paths that own their buffer should use it."""
-    flat = stack.reshape(stack.shape[0], -1)
-    count = flat.shape[1]
-    # E[x²] - E[x]² from one sum and one norm: ~40x faster than Tensor.std on one CPU core,
-    # combined in float64 so the cancellation costs nothing at these magnitudes.
-    mean = flat.sum(dim=1).double() / count
-    mean_square = torch.linalg.vector_norm(flat, dim=1).double().square() / count
+    rows = stack.reshape(stack.shape[0], -1, stack.shape[-1])
+    count = rows.shape[1] * rows.shape[2]
+    # E[x²] - E[x]² from per-row sums and norms (float32 over 120 values, then float64
+    # across rows): ~40x faster than Tensor.std on one CPU core, and as exact.
+    mean = rows.sum(dim=2).double().sum(dim=1) / count
+    mean_square = torch.linalg.vector_norm(rows, dim=2).double().square().sum(dim=1) / count
     std = (mean_square - mean.square()).clamp(min=0).sqrt()
     floor = 1.0 / math.sqrt(count)
     scale = torch.clamp(std, min=floor).to(stack.dtype)
