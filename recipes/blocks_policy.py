@@ -108,18 +108,21 @@ def initial_rl_policy(config: DictConfig, run_dir: Path) -> BlockPolicy:
     return policy.train()
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], extra_callbacks: list = ()) -> int:
+    """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(DEFAULT_CONFIG, argv)
     if config.method not in ("supervised", *RL_METHODS):
         raise SystemExit(f"method must be supervised, bandit or reinforce; got {config.method!r}")
+    if config.threads:
+        torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True)
     run_dir = Path(config.run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     OmegaConf.save(config, run_dir / "config.yaml")
     if config.method == "supervised":
         datamodule = make_datamodule(config, mode="steps")
-        fit(config, supervised_policy(config, datamodule), datamodule, run_dir)
+        fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))
         return 0
     policy = initial_rl_policy(config, run_dir)
     datamodule = make_datamodule(config, mode="episodes")
@@ -127,7 +130,7 @@ def main(argv: list[str]) -> int:
     reward = RewardConfig(config.bandit.reward, failure_penalty=config.bandit.failure_penalty)
     loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
                                 demo_cache=datamodule.demos)
-    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop])
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
     return 0
 
 

@@ -7,6 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+import torch
+
+# One intra-op thread: the tests' models are tiny, and on a shared 2-core machine extra OpenMP
+# threads spin against other jobs and make small operations tens of times slower.
+torch.set_num_threads(1)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"

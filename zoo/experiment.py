@@ -8,6 +8,7 @@ steps, automatic resumption when a run directory already holds one).
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from typing import Sequence
 
@@ -51,14 +52,22 @@ def make_logger(config: DictConfig, run_dir: Path, name: str):
 
 
 def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None = None, mode: str = "min") -> list:
-    """``last.ckpt`` every N steps (for resuming) and, when ``monitor`` is set, the best epoch."""
-    callbacks = [ModelCheckpoint(dirpath=run_dir / "checkpoints", save_last=True, save_top_k=0,
-                                 every_n_train_steps=every_n_train_steps)]
+    """Checkpoints for model selection and for resuming.
+
+    ``best-epochNNN.ckpt`` is the best epoch by ``monitor``; ``epochNNN.ckpt`` is kept for
+    every epoch; ``last.ckpt`` (see :class:`ResumeCheckpoint`) is what an interrupted run
+    continues from.
+    """
+    from zoo.callbacks.resume_checkpoint import ResumeCheckpoint
+
+    directory = run_dir / "checkpoints"
+    callbacks = []
     if monitor:
-        callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="best-epoch{epoch:03d}", monitor=monitor,
-                                         mode=mode, save_top_k=1, auto_insert_metric_name=False))
-    callbacks.append(ModelCheckpoint(dirpath=run_dir / "checkpoints", filename="epoch{epoch:03d}", save_top_k=-1,
-                                     every_n_epochs=1, auto_insert_metric_name=False))
+        callbacks.append(ModelCheckpoint(dirpath=directory, filename="best-epoch{epoch:03d}", monitor=monitor, mode=mode,
+                                         save_top_k=1, auto_insert_metric_name=False))
+    callbacks.append(ModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
+                                     auto_insert_metric_name=False))
+    callbacks.append(ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps))
     return callbacks
 
 
@@ -69,7 +78,13 @@ def resume_path(run_dir: Path) -> str | None:
 
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
+    """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
+    output is not a terminal (background runs), to a progress bar otherwise."""
+    from zoo.callbacks.progress_log import ProgressLog
+
     options = OmegaConf.to_container(config, resolve=True)
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
+    if not sys.stderr.isatty():
+        callbacks = [*callbacks, ProgressLog()]
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

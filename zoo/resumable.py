@@ -2,9 +2,10 @@
 
 Lightning restores model, optimiser and loop counters from a checkpoint, and restores a
 dataloader's position only if the loader has ``state_dict``/``load_state_dict``. These
-loaders draw each epoch's order from ``(seed, epoch)`` and remember how many batches the
-training loop has *consumed*: Lightning fetches one batch ahead of the one it trains on, so
-the number handed out is one more than the number used, except once the epoch is exhausted.
+loaders draw each epoch's order from ``(seed, epoch)`` and remember how many batches they
+have handed out. Lightning does not fetch ahead from a loader with a length, so when a
+checkpoint is written that count is exactly the number of batches trained on (the
+interrupted-run test in tests/test_blocks_training.py holds it to that).
 """
 
 from __future__ import annotations
@@ -13,10 +14,6 @@ from typing import Iterator
 
 import torch
 from torch.utils.data import DataLoader, Sampler
-
-LIGHTNING_PREFETCH = 1
-"""Batches Lightning's data fetcher requests ahead of the one being trained on."""
-
 
 class EpochPermutationSampler(Sampler[int]):
     """Indices in a fresh seeded order each epoch (or in order), skipping a resumed prefix."""
@@ -53,20 +50,16 @@ class ResumableLoader(DataLoader):
         sampler = EpochPermutationSampler(len(dataset), seed, shuffle)
         super().__init__(dataset, batch_size=batch_size, sampler=sampler, **kwargs)
         self._handed_out = 0
-        self._exhausted = False
 
     def __iter__(self):
         sampler: EpochPermutationSampler = self.sampler
         self._handed_out = sampler.skip // self.batch_size
-        self._exhausted = False
         for batch in super().__iter__():
             self._handed_out += 1
             yield batch
-        self._exhausted = True
 
     def state_dict(self) -> dict:
-        consumed = self._handed_out - (0 if self._exhausted else LIGHTNING_PREFETCH)
-        return {"epoch": self.sampler.epoch, "batches_consumed": max(consumed, 0)}
+        return {"epoch": self.sampler.epoch, "batches_consumed": self._handed_out}
 
     def load_state_dict(self, state: dict) -> None:
         self.sampler.epoch = state["epoch"]

@@ -12,7 +12,7 @@ from zoo.blocks.records import Example
 
 
 class RolloutEvaluation(L.Callback):
-    """Every ``every_n_epochs`` epochs, logs ``<prefix>/mean_error``, ``median_error`` and
+    """At the end of every ``every_n_epochs``-th validation, logs ``<prefix>/mean_error``, ``median_error`` and
     ``min_mean_error`` of greedy rollouts on ``examples`` (e.g. the tuning set or dev), and
     the rollout speed. Optionally writes an animation of the first ``gifs`` episodes to
     ``gif_dir`` (and to W&B when that is the logger)."""
@@ -24,7 +24,8 @@ class RolloutEvaluation(L.Callback):
         self.gif_dir = Path(gif_dir) if gif_dir else None
         self.renderer = renderer
 
-    def on_train_epoch_end(self, trainer: L.Trainer, pl_module) -> None:
+    def on_validation_epoch_end(self, trainer: L.Trainer, pl_module) -> None:
+        """Runs inside validation, so checkpoint callbacks that monitor these metrics see them."""
         if (trainer.current_epoch + 1) % self.every_n_epochs or trainer.sanity_checking:
             return
         from zoo.blocks.evaluate import evaluate_policy
@@ -33,7 +34,6 @@ class RolloutEvaluation(L.Callback):
         started = time.perf_counter()
         result = evaluate_policy(pl_module, self.examples, self.batch_size,
                                  runner=EpisodeRunner(self.renderer, device=pl_module.device), progress=False)
-        pl_module.train()
         seconds = time.perf_counter() - started
         pl_module.log_dict({
             f"{self.prefix}/mean_error": result["mean"],
@@ -50,7 +50,6 @@ class RolloutEvaluation(L.Callback):
         self.gif_dir.mkdir(parents=True, exist_ok=True)
         paths = [render_episode(pl_module, example, self.gif_dir / f"epoch{trainer.current_epoch:03d}-{i}.gif")
                  for i, example in enumerate(self.examples[: self.gifs])]
-        pl_module.train()
         experiment = getattr(trainer.logger, "experiment", None)
         if experiment is not None and hasattr(experiment, "log") and type(trainer.logger).__name__ == "WandbLogger":
             import wandb
