@@ -39,8 +39,16 @@ def _list_models(args) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    return int(args.handler(args) or 0)
+    """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
+    from zoo.hub import DownloadError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (FileNotFoundError, ValueError, KeyError, DownloadError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        parser.exit(2, f"zoo: error: {message}\n")
 
 
 if __name__ == "__main__":

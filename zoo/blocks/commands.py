@@ -47,7 +47,13 @@ def load_policy(name: str, seed: int = 0):
 
     if name in BASELINES:
         return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
-    return Grounded.from_pretrained(name)
+    if Path(name).exists() and not Path(name).is_dir():
+        raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
+    try:
+        return Grounded.from_pretrained(name)
+    except KeyError as unknown:
+        raise ValueError(f"unknown model {name!r}: not a baseline ({', '.join(BASELINES)}), not a checkpoint "
+                         f"directory, and not a released name ({unknown.args[0]})") from None
 
 
 def _load_policies(names: list[str], seed: int):

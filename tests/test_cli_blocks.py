@@ -1,0 +1,74 @@
+"""The ``zoo`` command for Blocks: evaluation reproduces the paper, rendering writes files."""
+
+import json
+
+import pytest
+from PIL import Image
+
+from tests.conftest import requires_real_blocks
+from zoo.cli import main
+
+
+def last_json(capsys) -> dict:
+    return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+
+
+@requires_real_blocks
+@pytest.mark.parametrize(
+    "model, split, mean, median",
+    [
+        ("stop", "dev", 5.93, 5.69),
+        ("demonstrations", "dev", 0.35, 0.30),
+        ("stop", "test", 6.23, 6.12),
+        ("demonstrations", "test", 0.37, 0.31),
+    ],
+)
+def test_eval_reproduces_the_papers_baselines(capsys, model, split, mean, median):
+    assert main(["eval", "blocks", "--model", model, "--split", split, "--json"]) == 0
+    result = last_json(capsys)
+    assert result["mean"] == pytest.approx(mean, abs=0.02)
+    assert result["median"] == pytest.approx(median, abs=0.02)
+    assert result["data"] == "real"
+    assert {"min_mean", "min_median", "n"} <= result.keys()
+
+
+@requires_real_blocks
+def test_random_policy_lands_in_the_papers_range_and_repeats_for_a_seed(capsys):
+    main(["eval", "blocks", "--model", "random", "--split", "dev", "--seed", "3", "--json"])
+    first = last_json(capsys)
+    main(["eval", "blocks", "--model", "random", "--split", "dev", "--seed", "3", "--json"])
+    assert last_json(capsys) == first
+    assert 14.9 <= first["mean"] <= 15.8
+    assert first["n"] == 1719
+
+
+def test_eval_falls_back_to_procedural_boards_without_data(capsys, tmp_path, monkeypatch):
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
+    main(["eval", "blocks", "--model", "demonstrations", "--limit", "20", "--json"])
+    result = last_json(capsys)
+    assert result["data"] == "procedural" and result["n"] == 20
+    assert result["mean"] < 1.0
+
+
+def test_unknown_model_names_every_kind_of_model_it_could_have_been(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
+    with pytest.raises(SystemExit) as exit:
+        main(["eval", "blocks", "--model", "no-such-policy", "--limit", "2"])
+    assert exit.value.code == 2
+    message = capsys.readouterr().err
+    assert "unknown model 'no-such-policy'" in message and "stop, random, demonstrations" in message
+
+
+@pytest.mark.parametrize("suffix", ["gif", "png"])
+def test_render_writes_an_animation_of_the_rollout(tmp_path, suffix, capsys):
+    out = tmp_path / f"episode.{suffix}"
+    assert main(["blocks", "render", "--split", "dev", "--index", "0", "--out", str(out)]) == 0
+    image = Image.open(out)
+    if suffix == "gif":
+        assert image.n_frames >= 3  # start, at least one move, STOP
+    assert "wrote" in capsys.readouterr().out
+
+
+def test_models_command_lists_models(capsys):
+    main(["models", "blocks-*"])
+    assert "blocks-demonstrations" in capsys.readouterr().out

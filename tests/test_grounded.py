@@ -1,0 +1,93 @@
+"""The Grounded interface, the registry and save/load of weights."""
+
+import json
+
+import pytest
+import torch
+
+import zoo
+from zoo.blocks.procedural import procedural_split
+from zoo.blocks.rollout import EpisodeRunner
+from zoo.blocks.vocab import build_vocabulary
+from zoo.models.block_policy import BlockPolicy
+
+
+def tiny_policy(**overrides):
+    vocabulary = build_vocabulary(["move block 6 just right of block 11"])
+    options = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
+                   direction_embedding_dim=4, hidden_dim=8)
+    return BlockPolicy(vocabulary, **{**options, **overrides})
+
+
+def test_registry_lists_and_creates_models():
+    assert {"blocks-stop", "blocks-random", "blocks-demonstrations"} <= set(zoo.list_models())
+    assert zoo.list_models("blocks-r*") == ["blocks-random"]
+    assert zoo.create_model("blocks-random", seed=5).hparams.seed == 5
+    with pytest.raises(KeyError, match="known models"):
+        zoo.create_model("blocks-oracle-of-delphi")
+
+
+def test_block_policy_scores_the_81_actions_as_a_distribution():
+    policy = tiny_policy()
+    split = procedural_split("dev", transitions=2)
+    runner = EpisodeRunner()
+    runner.start(split.examples[:3], images=True, demonstrations=False, encode=policy.encode_instructions)
+    scores = policy.score(runner.observe())
+    assert scores.shape == (3, 81)
+    torch.testing.assert_close(scores.sum(-1), torch.ones(3))
+    assert policy.predict(runner.observe()).shape == (3,)
+
+
+def test_save_and_load_round_trip_through_safetensors(tmp_path):
+    policy = tiny_policy()
+    policy.save_pretrained(tmp_path / "policy")
+    assert sorted(p.name for p in (tmp_path / "policy").iterdir()) == ["config.json", "model.safetensors"]
+    config = json.loads((tmp_path / "policy" / "config.json").read_text())
+    assert config["model_class"] == "BlockPolicy" and config["config"]["lstm_dim"] == 8
+    loaded = zoo.Grounded.from_pretrained(tmp_path / "policy")
+    assert isinstance(loaded, BlockPolicy)
+    for (name, a), (_, b) in zip(policy.state_dict().items(), loaded.state_dict().items()):
+        torch.testing.assert_close(a, b, msg=name)
+
+
+def test_loading_into_the_wrong_class_or_a_bad_directory_is_refused(tmp_path):
+    tiny_policy().save_pretrained(tmp_path / "policy")
+    with pytest.raises(TypeError, match="holds a BlockPolicy"):
+        zoo.RandomPolicy.from_pretrained(tmp_path / "policy")
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(FileNotFoundError, match="config.json"):
+        zoo.Grounded.from_pretrained(tmp_path / "empty")
+
+
+def test_save_replaces_an_existing_directory_without_leftovers(tmp_path):
+    target = tmp_path / "policy"
+    tiny_policy().save_pretrained(target)
+    tiny_policy(hidden_dim=6).save_pretrained(target)
+    assert json.loads((target / "config.json").read_text())["config"]["hidden_dim"] == 6
+    assert [p.name for p in tmp_path.iterdir()] == ["policy"]
+
+
+def test_unknown_pretrained_name_lists_what_is_released():
+    with pytest.raises(KeyError):
+        zoo.load_pretrained("blocks-from-the-future")
+
+
+def test_reset_direction_head_changes_only_that_head():
+    policy = tiny_policy()
+    before = {k: v.clone() for k, v in policy.state_dict().items()}
+    torch.manual_seed(1)
+    policy.reset_direction_head()
+    changed = {k for k, v in policy.state_dict().items() if not torch.equal(v, before[k])}
+    assert changed == {"direction_head.weight"}  # the bias is re-zeroed, as it was
+
+
+def test_an_ensemble_averages_its_members_action_probabilities():
+    from zoo.models.ensemble import PolicyEnsemble
+
+    first, second = tiny_policy(), tiny_policy()
+    split = procedural_split("dev", transitions=2)
+    runner = EpisodeRunner()
+    runner.start(split.examples[:2], images=True, demonstrations=False)
+    observation = runner.observe()
+    expected = (first.score(observation) + second.score(observation)) / 2
+    torch.testing.assert_close(PolicyEnsemble([first, second]).score(observation), expected)
