@@ -7,16 +7,28 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
+from zoo.blocks.geometry import STOP
 from zoo.blocks.records import Example
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.metrics import DistanceError
 
 
-def greedy_actions(policy):
-    """The policy's argmax over the 81 joint action scores, as the paper's test time."""
+def greedy_actions(policy, active=None):
+    """The policy's argmax over the 81 joint action scores, as the paper's test time.
+
+    ``active`` (a callable returning the [B] mask of running episodes) restricts the forward
+    pass to those episodes; the others get STOP, which a finished episode ignores.
+    """
 
     def act(observation):
-        return policy.score(observation).argmax(dim=-1).to(observation.previous_action.device)
+        device = observation.previous_action.device
+        if active is None:
+            return policy.score(observation).argmax(dim=-1).to(device)
+        rows = active().nonzero().squeeze(1)
+        actions = torch.full((len(observation),), STOP, dtype=torch.long, device=device)
+        if len(rows):
+            actions[rows] = policy.score(observation.select(rows)).argmax(dim=-1).to(device)
+        return actions
 
     return act
 
@@ -44,7 +56,7 @@ def evaluate_policy(
         batch = examples[start : start + batch_size]
         results = runner.play(
             batch,
-            greedy_actions(policy),
+            greedy_actions(policy, active=lambda: ~runner.env.done),
             images=getattr(policy, "needs_images", True),
             demonstrations=getattr(policy, "needs_demonstrations", False),
             encode=encode,

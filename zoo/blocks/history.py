@@ -12,11 +12,15 @@ def stacks_from_frames(frames: torch.Tensor, steps: torch.Tensor, episodes: torc
     The stack at step t holds frames t-history..t, oldest first, with zeros before the
     episode's start: exactly what :class:`zoo.blocks.render.HistoryStack` showed the policy.
     Storing uint8 frames instead of stacks keeps a 40-step rollout of 32 boards at 55 MB.
+    The gather happens in uint8 and the float stack is built and standardised in place:
+    at a thousand contexts, fresh float temporaries would cost more than the arithmetic.
     """
     from zoo.blocks.render import standardize
 
     offsets = torch.arange(-history, 1, device=steps.device)
     times = steps[:, None] + offsets[None, :]  # [N, history+1]
-    picked = frames[times.clamp(min=0), episodes[:, None]].float() / 255.0  # [N, K+1, 3, H, W]
-    picked = picked * (times >= 0)[:, :, None, None, None]
-    return standardize(picked.flatten(1, 2))
+    picked = frames[times.clamp(min=0), episodes[:, None]]  # uint8 [N, K+1, 3, H, W]
+    picked[times < 0] = 0
+    stacks = torch.empty(picked.shape, dtype=torch.float32, device=frames.device).copy_(picked)
+    stacks = stacks.flatten(1, 2).mul_(1.0 / 255.0)
+    return standardize(stacks, inplace=True)

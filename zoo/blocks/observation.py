@@ -33,3 +33,25 @@ class BlocksObservation:
 
     def __len__(self) -> int:
         return len(self.instructions)
+
+    def select(self, rows: torch.Tensor) -> "BlocksObservation":
+        """The observation of episodes ``rows`` only, so finished episodes cost no forward pass."""
+        from dataclasses import replace
+
+        take = lambda value: None if value is None else value[rows]  # noqa: E731
+        boards = None
+        if self.boards is not None:
+            boards = type(self.boards)(*(getattr(self.boards, f)[rows] for f in ("start", "goal", "n_blocks", "logo", "main_block")))
+        demos = None
+        if self.demos is not None:
+            demos = type(self.demos)(self.demos.actions[rows], self.demos.points[rows], self.demos.lengths[rows])
+        tokens, lengths = take(self.tokens), take(self.lengths)
+        if tokens is not None:
+            tokens = tokens[:, : int(lengths.max())]
+        return replace(
+            self,
+            instructions=[self.instructions[i] for i in rows.tolist()],
+            previous_action=self.previous_action[rows],
+            images=take(self.images), tokens=tokens, lengths=lengths,
+            boards=boards, positions=take(self.positions), moves_taken=take(self.moves_taken), demos=demos,
+        )

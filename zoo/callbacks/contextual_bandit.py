@@ -15,6 +15,7 @@ from typing import Sequence
 import lightning as L
 import torch
 
+from zoo.blocks.geometry import STOP
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
@@ -51,13 +52,13 @@ class ContextualBanditLoop(L.Callback):
         log = {"steps": [], "episodes": [], "actions": [], "previous": [], "rewards": []}
         step = 0
         while not runner.env.all_done:
-            observation = runner.observe()
-            probabilities = policy.score(observation).cpu()
-            actions = torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
             active = ~runner.env.done
+            index = active.nonzero().squeeze(1)
+            probabilities = policy.score(runner.observe().select(index)).cpu()
+            actions = torch.full_like(active, STOP, dtype=torch.long)
+            actions[index] = torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
             previous = runner.env.previous_action.clone()
             _, reward = runner.step(actions)
-            index = active.nonzero().squeeze(1)
             log["steps"].append(torch.full_like(index, step))
             log["episodes"].append(index)
             log["actions"].append(actions[index])
