@@ -1,0 +1,15 @@
+#!/usr/bin/env bash
+# Start a long training run in the background from a frozen copy of the committed code, so
+# that editing the working tree cannot change a run halfway (Python imports lazily).
+#   tools/launch_run.sh <run-name> recipes/blocks_policy.py key=value ...
+# Log: runs/logs/<run-name>-<time>.log; code: runs/code/<commit>/
+set -euo pipefail
+cd "$(dirname "$0")/.."
+name="$1"; recipe="$2"; shift 2
+commit="$(git rev-parse --short HEAD)"
+code="runs/code/$commit"
+if [ ! -d "$code" ]; then mkdir -p "$code" && git archive HEAD | tar -x -C "$code"; fi
+mkdir -p runs/logs
+log="runs/logs/$name-$(date +%Y%m%d-%H%M%S).log"
+PYTHONPATH="$PWD/$code" nohup python "$code/$recipe" "$@" > "$log" 2>&1 &
+echo "started $name (pid $!, code $commit), log $log"
