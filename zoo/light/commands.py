@@ -1,6 +1,8 @@
-"""``zoo light ...`` subcommands. ``examples`` prints flattened examples of a LIGHT corpus.
+"""``zoo light ...`` subcommands and ``zoo eval light``.
 
-The ``light`` command gets its own subparsers so later tools (neighbors, sim, stats) join it.
+``examples`` prints flattened examples of a LIGHT corpus, ``sim`` writes a LIGHT-sim corpus,
+``stats`` prints Table 1 of a corpus; ``zoo eval light`` scores a baseline or a saved model
+on one task and split and prints a JSON object last.
 """
 
 from __future__ import annotations
@@ -19,9 +21,14 @@ SPLIT_CHOICES = SPLITS + ("all",)
 
 
 def add_commands(subparsers, eval_subparsers) -> None:
-    """Register ``zoo light``; ``eval light`` arrives with the baselines."""
+    """Register ``zoo light`` (examples, sim, stats) and ``zoo eval light``."""
     light = subparsers.add_parser("light", help="LIGHT (Urbanek et al. 2019): data tools")
     commands = light.add_subparsers(dest="light_command", required=True)
+    from zoo.light.cli_tools import add_eval_command, add_sim_command, add_stats_command
+
+    add_sim_command(commands)
+    add_stats_command(commands)
+    add_eval_command(eval_subparsers)
     examples = commands.add_parser(
         "examples",
         help="print the flattened examples of a LIGHT corpus",

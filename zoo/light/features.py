@@ -105,6 +105,12 @@ FEATURE_SETS: dict[str, Features] = {
     # Everything a player saw: setting, names, own persona, objects, all speech, actions and
     # emotes. Identical to ParlAI's default text; named separately for the ablation tables.
     "all": PARLAI_DEFAULT,
+    # Leave-one-out ablations of the default text: what each grounding source is worth.
+    "no_persona": replace(PARLAI_DEFAULT, persona="none"),
+    "no_setting": replace(PARLAI_DEFAULT, setting=False),
+    "no_objects": replace(PARLAI_DEFAULT, objects=False),
+    "no_names": replace(PARLAI_DEFAULT, person_names=False),
+    "no_actions_emotes": replace(PARLAI_DEFAULT, action="none", emote="none"),
 }
 
 
