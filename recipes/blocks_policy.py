@@ -3,6 +3,7 @@
     python recipes/blocks_policy.py                                   # supervised (the paper's baseline)
     python recipes/blocks_policy.py method=bandit                     # the paper's approach
     python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
+    python recipes/blocks_policy.py method=dqn                        # the DQN baseline
     python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
 
 Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
@@ -22,13 +23,13 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
-from zoo.callbacks import ContextualBanditLoop
+from zoo.callbacks import ContextualBanditLoop, DQNLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path
 from zoo.models.block_policy import BlockPolicy
 
 DEFAULT_CONFIG = Path(__file__).with_suffix(".yaml")
-RL_METHODS = ("bandit", "reinforce")
+RL_METHODS = ("bandit", "reinforce", "dqn")
 log = logging.getLogger("blocks_policy")
 
 
@@ -82,10 +83,16 @@ def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> Block
                        learning_rate=config.supervised.learning_rate)
 
 
-def initial_rl_policy(config: DictConfig, run_dir: Path) -> BlockPolicy:
+def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlockPolicy:
     """The paper's initialisation: a supervised policy (trained here for ``warmup_epochs`` or
-    loaded from ``init_from``) whose direction head is then re-initialised."""
+    loaded from ``init_from``) whose direction head is then re-initialised. With
+    ``warmup_epochs=0`` and no ``init_from``, a random initialisation (the "w/o supervised
+    init" ablation). DQN always starts from random weights: its Q head has no softmax to
+    inherit."""
     bandit = config.bandit
+    if config.method == "dqn":
+        return BlockPolicy(vocabulary, **config.model, objective="dqn", head="q",
+                           learning_rate=config.dqn.learning_rate, discount=config.dqn.discount)
     overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
                      entropy_coefficient=bandit.entropy_coefficient)
     if bandit.init_from:
@@ -101,7 +108,7 @@ def initial_rl_policy(config: DictConfig, run_dir: Path) -> BlockPolicy:
             fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
         policy = BlockPolicy.from_pretrained(warmup_dir / "pretrained", **overrides)
     else:
-        raise SystemExit("bandit.init_from or bandit.warmup_epochs > 0 is required (the paper's initialisation)")
+        return BlockPolicy(vocabulary, **config.model, **overrides)
     if bandit.reset_direction_head:
         torch.manual_seed(config.seed)
         policy.reset_direction_head()
@@ -113,7 +120,7 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(DEFAULT_CONFIG, argv)
     if config.method not in ("supervised", *RL_METHODS):
-        raise SystemExit(f"method must be supervised, bandit or reinforce; got {config.method!r}")
+        raise SystemExit(f"method must be supervised, bandit, reinforce or dqn; got {config.method!r}")
     if config.threads:
         torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True)
@@ -124,12 +131,18 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
         datamodule = make_datamodule(config, mode="steps")
         fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))
         return 0
-    policy = initial_rl_policy(config, run_dir)
     datamodule = make_datamodule(config, mode="episodes")
+    policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)
     datamodule.vocabulary = policy.vocabulary
     reward = RewardConfig(config.bandit.reward, failure_penalty=config.bandit.failure_penalty)
-    loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
-                                demo_cache=datamodule.demos)
+    if config.method == "dqn":
+        dqn = config.dqn
+        loop = DQNLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
+                       demo_cache=datamodule.demos, capacity=dqn.replay_size, batch_size=dqn.batch_size,
+                       epsilon_start=dqn.epsilon_start, epsilon_end=dqn.epsilon_end, epsilon_steps=dqn.epsilon_steps)
+    else:
+        loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
+                                    demo_cache=datamodule.demos)
     fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
     return 0
 

@@ -15,12 +15,22 @@ def stacks_from_frames(frames: torch.Tensor, steps: torch.Tensor, episodes: torc
     The gather happens in uint8 and the float stack is built and standardised in place:
     at a thousand contexts, fresh float temporaries would cost more than the arithmetic.
     """
-    from zoo.blocks.render import standardize
+    return standardize_stacks(raw_stacks(frames, steps, episodes, history))
 
+
+def raw_stacks(frames: torch.Tensor, steps: torch.Tensor, episodes: torch.Tensor, history: int = 4) -> torch.Tensor:
+    """The uint8 stacks [N, 3·(history+1), H, W] before scaling: compact enough to keep in a
+    replay memory."""
     offsets = torch.arange(-history, 1, device=steps.device)
     times = steps[:, None] + offsets[None, :]  # [N, history+1]
     picked = frames[times.clamp(min=0), episodes[:, None]]  # uint8 [N, K+1, 3, H, W]
     picked[times < 0] = 0
-    stacks = torch.empty(picked.shape, dtype=torch.float32, device=frames.device).copy_(picked)
-    stacks = stacks.flatten(1, 2).mul_(1.0 / 255.0)
-    return standardize(stacks, inplace=True)
+    return picked.flatten(1, 2)
+
+
+def standardize_stacks(stacks: torch.Tensor) -> torch.Tensor:
+    """uint8 stacks -> the standardised float32 the policy reads, built in one buffer."""
+    from zoo.blocks.render import standardize
+
+    scaled = torch.empty(stacks.shape, dtype=torch.float32, device=stacks.device).copy_(stacks).mul_(1.0 / 255.0)
+    return standardize(scaled, inplace=True)

@@ -84,18 +84,27 @@ class BlockPolicy(Grounded):
         objective: str = "supervised",
         learning_rate: float = 1e-3,
         entropy_coefficient: float = 0.1,
+        head: str = "factored",
+        discount: float = 0.9,
     ):
         super().__init__()
+        if head not in ("factored", "q"):
+            raise ValueError(f"head must be 'factored' (two softmaxes) or 'q' (81 Q-values, for DQN); got {head!r}")
         self.save_hyperparameters()
         self.vocabulary = Vocabulary(vocabulary)
         self.image = ImageEncoder(3 * (history + 1), conv_channels, image_dim, image_size)
         self.instruction = InstructionEncoder(len(vocabulary), embedding_dim, lstm_dim)
-        self.previous_block = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)
-        self.previous_direction = nn.Embedding(NUM_DIRECTIONS + 2, direction_embedding_dim)
-        action_dim = block_embedding_dim + direction_embedding_dim if use_previous_action else 0
+        action_dim = 0
+        if use_previous_action:
+            self.previous_block = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)
+            self.previous_direction = nn.Embedding(NUM_DIRECTIONS + 2, direction_embedding_dim)
+            action_dim = block_embedding_dim + direction_embedding_dim
         self.hidden = nn.Linear(image_dim + lstm_dim + action_dim, hidden_dim)
-        self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
-        self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
+        if head == "factored":
+            self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
+            self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
+        else:
+            self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -124,14 +133,22 @@ class BlockPolicy(Grounded):
         return block, torch.where(none, NO_DIRECTION, direction)
 
     # ------------------------------------------------------------------ network
-    def forward(self, images, tokens, lengths, previous_action) -> tuple[torch.Tensor, torch.Tensor]:
-        """Log-probabilities of the block [B, 20] and of the direction [B, 5]."""
+    def features(self, images, tokens, lengths, previous_action) -> torch.Tensor:
+        """The 120-d ReLU layer both heads read."""
         parts = [self.image(images), self.instruction(tokens, lengths)]
         if self.hparams.use_previous_action:
             block, direction = self.split_previous_action(previous_action)
             parts += [self.previous_block(block), self.previous_direction(direction)]
-        hidden = torch.relu(self.hidden(torch.cat(parts, dim=-1)))
+        return torch.relu(self.hidden(torch.cat(parts, dim=-1)))
+
+    def forward(self, images, tokens, lengths, previous_action) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of the block [B, 20] and of the direction [B, 5]."""
+        hidden = self.features(images, tokens, lengths, previous_action)
         return self.block_head(hidden).log_softmax(-1), self.direction_head(hidden).log_softmax(-1)
+
+    def q_values(self, images, tokens, lengths, previous_action) -> torch.Tensor:
+        """Q-value of each of the 81 actions [B, 81] (the DQN baseline's head)."""
+        return self.q_head(self.features(images, tokens, lengths, previous_action))
 
     def observe(self, observation: BlocksObservation) -> tuple[torch.Tensor, torch.Tensor]:
         if observation.images is None:
@@ -152,11 +169,18 @@ class BlockPolicy(Grounded):
         return self.joint_log_probs(*self.observe(observation))
 
     def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
-        """Probabilities of the 81 actions ([B, 81]); the argmax is the greedy action."""
+        """Probabilities of the 81 actions ([B, 81]), or their Q-values for a DQN head; the
+        argmax is the greedy action."""
+        if self.hparams.head == "q":
+            tokens, lengths = observations.tokens, observations.lengths
+            if tokens is None:
+                tokens, lengths = self.encode_instructions(observations.instructions)
+            return self.q_values(observations.images.to(self.device), tokens.to(self.device), lengths,
+                                 observations.previous_action.to(self.device))
         return self.action_log_probs(observations).exp()
 
     # ------------------------------------------------------------------ training
-    OBJECTIVES = ("supervised", "bandit", "reinforce")
+    OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn")
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         objective = self.hparams.objective
@@ -164,6 +188,8 @@ class BlockPolicy(Grounded):
             loss = self._supervised(batch)
         elif objective in ("bandit", "reinforce"):
             loss = self._from_rollout(batch["rollout"], objective)
+        elif objective == "dqn":
+            loss = self._temporal_difference(batch["replay"])
         else:
             raise ValueError(f"unknown objective {objective!r}; choose one of {self.OBJECTIVES}")
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch.get("action", batch.get("episodes"))))
@@ -191,7 +217,18 @@ class BlockPolicy(Grounded):
         return objectives.reinforce_loss(block, direction, actions, rollout["returns"].to(self.device),
                                          rollout["episodes"], coefficient)
 
+    def _temporal_difference(self, replay: dict) -> torch.Tensor:
+        """Huber loss between Q(s, a) and the targets r + γ·max Q_target(s', ·) a DQNLoop computed."""
+        from zoo.blocks.history import standardize_stacks
+
+        q = self.q_values(standardize_stacks(replay["stacks"]).to(self.device), replay["tokens"].to(self.device),
+                          replay["lengths"], replay["previous"].to(self.device))
+        chosen = q.gather(1, replay["actions"].to(self.device)[:, None]).squeeze(1)
+        return torch.nn.functional.smooth_l1_loss(chosen, replay["targets"].to(chosen))
+
     def validation_step(self, batch: dict, batch_idx: int) -> None:
+        if self.hparams.head == "q":
+            return  # Q-values have no likelihood; rollout metrics still validate a DQN
         block, direction = self(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
         size = len(batch["action"])
         self.log("val/loss", objectives.supervised_loss(block, direction, batch["action"]), batch_size=size)
