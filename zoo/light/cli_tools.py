@@ -135,7 +135,7 @@ def add_eval_command(eval_subparsers) -> None:
                           help="named grounding feature set (default: ParlAI's DefaultTeacher text)")
     _source_arguments(evaluate)
     evaluate.add_argument("--epochs", type=int, default=5, help="training epochs of fasttext / candidates-only")
-    evaluate.add_argument("--batch-size", type=int, default=64, help="training batch size")
+    evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
     evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
@@ -163,13 +163,13 @@ def run_eval(args) -> int:
         module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
                                  sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
         module.prepare_data()
+        L.seed_everything(args.seed, verbose=False)  # before the model: its initial weights too
         model = load_ranker(args.model, args.seed)
         extra: dict = {}
         kind = type(model).__name__
         if kind == "IRRanker" and not model.fitted:
             fit_ir(model, module)
         elif kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in BASELINES:
-            L.seed_everything(args.seed, verbose=False)
             extra = fit_fasttext(model, module, epochs=args.epochs, batch_size=args.batch_size)
         if args.save:
             model.save_pretrained(args.save)

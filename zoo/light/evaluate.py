@@ -60,7 +60,7 @@ def fit_ir(model: Any, datamodule: LightDataModule) -> Any:
     return model.fit(ir_training_texts(datamodule.examples("train")))
 
 
-def fit_fasttext(model: Any, datamodule: LightDataModule, epochs: int = 5, batch_size: int = 64,
+def fit_fasttext(model: Any, datamodule: LightDataModule, epochs: int = 5, batch_size: int = 256,
                  validate: bool = False, progress: bool = False) -> dict[str, float]:
     """Train a fastText-style ranker with a Lightning Trainer on the train split."""
     import lightning as L

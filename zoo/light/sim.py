@@ -60,7 +60,7 @@ from zoo.paths import cache_dir
 
 log = logging.getLogger(__name__)
 
-SIM_VERSION = "1"
+SIM_VERSION = "2"
 """Bumped whenever generation changes, so cached corpora are rebuilt."""
 
 MANIFEST = "sim_manifest.json"
@@ -74,7 +74,9 @@ class SimConfig:
     """Size and behaviour of a LIGHT-sim corpus. Defaults: the paper's Table 1 sizes.
 
     ``p_action``/``p_emote``: chance that a turn with nothing to react to gets a spontaneous
-    action / emote. ``p_full_length``: chance a chat runs all ``max_turns`` turns (otherwise
+    action / emote. ``manipulation_boost`` multiplies ``p_action`` in the chats that must hold an
+    action (valid, test, and the train positions ParlAI reserves for "dialogues with object
+    manipulations"): the paper's valid and test sets have more actions per utterance than train. ``p_full_length``: chance a chat runs all ``max_turns`` turns (otherwise
     between ``min_turns`` and ``max_turns - 1``). ``world``: which world source to use
     (:func:`zoo.light.environment.load_world`).
     """
@@ -87,8 +89,9 @@ class SimConfig:
     max_turns: int = 14
     min_turns: int = 8
     p_full_length: float = 0.78
-    p_action: float = 0.15
-    p_emote: float = 0.12
+    p_action: float = 0.16
+    p_emote: float = 0.135
+    manipulation_boost: float = 1.5
     world: str = "auto"
 
     def sizes(self) -> dict[str, int]:
@@ -403,11 +406,12 @@ class _Chat:
 
         if action is None and emote is None and not reacted:
             roll = rng.random()
-            if safe and roll < self.config.p_action:
+            p_action = self.config.p_action * (self.config.manipulation_boost if self.require_action else 1.0)
+            if safe and roll < p_action:
                 action = rng.choice(sorted(safe))
                 if rng.random() < 0.75:
                     parts.append(self.announce(valid[action], action, partner))
-            elif roll < self.config.p_action + self.config.p_emote:
+            elif roll < p_action + self.config.p_emote:
                 emote = rng.choice(EMOTES)
                 if rng.random() < 0.7:
                     parts.append(say.fill(rng, say.EMOTE_CUES[emote], p=partner))
