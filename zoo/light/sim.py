@@ -17,8 +17,13 @@ picks up the partner's words, answers questions and requests, reacts to the part
 actions (a hit is met by a scream or a hit back, a gift by thanks or a smile); actions follow
 the dialogue (asked for the beer, give the beer) or are announced in the same turn; emotes
 come with speech that shows the mood, or mirror the partner's, with noise. Spontaneous
-actions are drawn uniformly from the valid ones and spontaneous emotes uniformly from the 22,
-so a scorer that sees only the candidates learns little. Speech negatives come from the same
+actions, and the actions one character asks the other for, are drawn uniformly from the
+valid ones, and spontaneous emotes uniformly from the 22, so a scorer that sees only the
+candidates learns little. Characters mostly address each other as "friend", "stranger"...
+(a name in every line would let word overlap pick out a speaker's lines), and much of what
+they say comes from text ParlAI never shows (a character's catalogue description, the room's
+background): learnable from training chats in the same room or with the same character, not
+by word overlap, and not transferable to unseen rooms. Speech negatives come from the same
 split and are built from the same frames, so they look alike on the surface.
 
 Seeded and deterministic: episode ``i`` of split ``s`` uses ``Random(f"{seed}:{s}:{i}")``, so
@@ -255,11 +260,9 @@ class _Chat:
             return b and say.fill(rng, say.BACKGROUND, b=b, bl=say.lower_first(b))
         return say.fill(rng, say.SMALL_TALK, p=partner)
 
-    def _held_by(self, who: int, free_only: bool = False) -> list[str]:
+    def _held_by(self, who: int) -> list[str]:
         graph = self.scene.graph
-        agent = graph.resolve(self.names[who])
-        return [graph.nodes[i].name for i in agent.contents
-                if not free_only or graph.nodes[i].equipped is None]
+        return [graph.nodes[i].name for i in graph.resolve(self.names[who]).contents]
 
     def _request(self, me: int, partner: str, note: _TurnNote) -> str | None:
         """Ask the partner to do one of the things it could do now, drawn uniformly: requests
