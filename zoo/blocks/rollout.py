@@ -10,7 +10,7 @@ import torch
 from zoo.blocks.board import BoardBatch
 from zoo.blocks.demos import DemonstrationCache
 from zoo.blocks.env import BlocksEnv, StepOutcome
-from zoo.blocks.geometry import HORIZON
+from zoo.blocks.geometry import HORIZON, STOP
 from zoo.blocks.observation import BlocksObservation
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig, ShapedReward
@@ -103,6 +103,31 @@ class EpisodeRunner:
             self.stack.push(frame, mask=outcome.acted)
             self.frames.append(frame)
         return outcome, reward
+
+    def record(self, examples: Sequence[Example], choose: Callable[[BlocksObservation], torch.Tensor],
+               encode: Callable | None = None) -> dict[str, torch.Tensor]:
+        """Play with images, letting ``choose`` (observation of the running episodes -> their
+        actions) decide, and log every decision: ``steps``, ``episodes``, ``actions``,
+        ``previous`` (action before it), ``rewards``, ``done``, plus ``frames`` (uint8
+        [T+1, B, 3, H, W]) and the instructions' ``tokens``/``lengths``. What learning from
+        experience needs, for any way of choosing actions."""
+        self.start(examples, images=True, demonstrations=False, encode=encode)
+        log = {key: [] for key in ("steps", "episodes", "actions", "previous", "rewards", "done")}
+        step = 0
+        while not self.env.all_done:
+            index = (~self.env.done).nonzero().squeeze(1)
+            actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
+            actions[index] = choose(self.observe().select(index)).to(self.device)
+            previous = self.env.previous_action.clone()
+            outcome, reward = self.step(actions)
+            for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
+                               ("previous", previous[index]), ("rewards", reward[index]), ("done", outcome.done[index])):
+                log[key].append(value)
+            step += 1
+        record = {key: torch.cat(values) for key, values in log.items()}
+        record["frames"] = torch.stack(self.frames)
+        record["tokens"], record["lengths"] = self.tokens, self.lengths
+        return record
 
     def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,
              images: bool = False, demonstrations: bool = False, encode: Callable | None = None) -> EpisodeResults:

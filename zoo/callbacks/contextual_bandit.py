@@ -15,7 +15,6 @@ from typing import Sequence
 import lightning as L
 import torch
 
-from zoo.blocks.geometry import STOP
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
@@ -45,35 +44,22 @@ class ContextualBanditLoop(L.Callback):
 
     @torch.no_grad()
     def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+        """Play ``examples`` sampling from the policy; return the logged experience."""
         was_training = policy.training
         policy.eval()
-        runner = self.runner
-        runner.start(examples, images=True, demonstrations=False, encode=policy.encode_instructions)
-        log = {"steps": [], "episodes": [], "actions": [], "previous": [], "rewards": []}
-        step = 0
-        while not runner.env.all_done:
-            active = ~runner.env.done
-            index = active.nonzero().squeeze(1)
-            probabilities = policy.score(runner.observe().select(index)).cpu()
-            actions = torch.full_like(active, STOP, dtype=torch.long)
-            actions[index] = torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
-            previous = runner.env.previous_action.clone()
-            _, reward = runner.step(actions)
-            log["steps"].append(torch.full_like(index, step))
-            log["episodes"].append(index)
-            log["actions"].append(actions[index])
-            log["previous"].append(previous[index])
-            log["rewards"].append(reward[index])
-            step += 1
-        rollout = {key: torch.cat(values) for key, values in log.items()}
+
+        def sample(observation):
+            probabilities = policy.score(observation).cpu()
+            return torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
+
+        rollout = self.runner.record(examples, sample, encode=policy.encode_instructions)
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
         rollout["returns"] = totals[rollout["episodes"]]
-        rollout["frames"] = torch.stack(runner.frames)
-        rollout["tokens"], rollout["lengths"] = runner.tokens, runner.lengths
+        env = self.runner.env
         self.last_stats = {
             "episode_return": float(totals.mean()),
-            "final_error": float(runner.env.error().mean()),
-            "episode_length": float(runner.env.moves_taken.float().mean()),
+            "final_error": float(env.error().mean()),
+            "episode_length": float(env.moves_taken.float().mean()),
         }
         policy.train(was_training)
         return rollout

@@ -16,7 +16,7 @@ from typing import Sequence
 import lightning as L
 import torch
 
-from zoo.blocks.geometry import NUM_ACTIONS, STOP
+from zoo.blocks.geometry import NUM_ACTIONS
 from zoo.blocks.history import raw_stacks, standardize_stacks
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
@@ -112,34 +112,22 @@ class DQNLoop(L.Callback):
 
     @torch.no_grad()
     def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
-        """Play ε-greedily; return every transition of the batch."""
+        """Play ε-greedily; return every transition of the batch as replay-memory rows."""
         was_training = policy.training
         policy.eval()
-        runner = self.runner
-        runner.start(examples, images=True, demonstrations=False, encode=policy.encode_instructions)
-        log = {"steps": [], "episodes": [], "actions": [], "previous": [], "rewards": [], "done": []}
-        step = 0
-        while not runner.env.all_done:
-            active = ~runner.env.done
-            index = active.nonzero().squeeze(1)
-            greedy = policy.score(runner.observe().select(index)).argmax(dim=-1).cpu()
-            explore = torch.rand(len(index), generator=self.generator) < self.epsilon
-            randoms = torch.randint(0, NUM_ACTIONS, (len(index),), generator=self.generator)
-            actions = torch.full_like(active, STOP, dtype=torch.long)
-            actions[index] = torch.where(explore, randoms, greedy)
-            previous = runner.env.previous_action.clone()
-            outcome, reward = runner.step(actions)
-            for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
-                               ("previous", previous[index]), ("rewards", reward[index]), ("done", outcome.done[index])):
-                log[key].append(value)
-            step += 1
-        transitions = {key: torch.cat(values) for key, values in log.items()}
-        frames = torch.stack(runner.frames)
-        steps, episodes = transitions.pop("steps"), transitions.pop("episodes")
-        transitions["stacks"] = raw_stacks(frames, steps, episodes, runner.history)
-        transitions["next_stacks"] = raw_stacks(frames, steps + 1, episodes, runner.history)
-        transitions["tokens"] = runner.tokens[episodes]
-        transitions["lengths"] = runner.lengths[episodes]
+
+        def epsilon_greedy(observation):
+            greedy = policy.score(observation).argmax(dim=-1).cpu()
+            explore = torch.rand(len(greedy), generator=self.generator) < self.epsilon
+            return torch.where(explore, torch.randint(0, NUM_ACTIONS, (len(greedy),), generator=self.generator), greedy)
+
+        record = self.runner.record(examples, epsilon_greedy, encode=policy.encode_instructions)
+        steps, episodes = record["steps"], record["episodes"]
+        transitions = {key: record[key] for key in ("actions", "previous", "rewards", "done")}
+        transitions["stacks"] = raw_stacks(record["frames"], steps, episodes, self.runner.history)
+        transitions["next_stacks"] = raw_stacks(record["frames"], steps + 1, episodes, self.runner.history)
+        transitions["tokens"] = record["tokens"][episodes]
+        transitions["lengths"] = record["lengths"][episodes]
         self.collected += len(steps)
         policy.train(was_training)
         return transitions
