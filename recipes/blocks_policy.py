@@ -4,6 +4,7 @@
     python recipes/blocks_policy.py method=bandit                     # the paper's approach
     python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
     python recipes/blocks_policy.py method=dqn                        # the DQN baseline
+    python recipes/blocks_policy.py method=planner                    # supervised with an oracle planner
     python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
 
 Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
@@ -119,8 +120,8 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
     """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(DEFAULT_CONFIG, argv)
-    if config.method not in ("supervised", *RL_METHODS):
-        raise SystemExit(f"method must be supervised, bandit, reinforce or dqn; got {config.method!r}")
+    if config.method not in ("supervised", "planner", *RL_METHODS):
+        raise SystemExit(f"method must be supervised, planner, bandit, reinforce or dqn; got {config.method!r}")
     if config.threads:
         torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True)
@@ -130,6 +131,12 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
     if config.method == "supervised":
         datamodule = make_datamodule(config, mode="steps")
         fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        return 0
+    if config.method == "planner":
+        datamodule = make_datamodule(config, mode="targets")
+        policy = BlockPolicy(datamodule.vocabulary.words, **config.model, objective="planner", head="target",
+                             learning_rate=config.supervised.learning_rate)
+        fit(config, policy, datamodule, run_dir, extra_callbacks=list(extra_callbacks))
         return 0
     datamodule = make_datamodule(config, mode="episodes")
     policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)

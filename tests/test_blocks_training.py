@@ -68,6 +68,7 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     "overrides",
     [
         ["method=reinforce"],
+        ["method=planner"],
         ["method=bandit", "bandit.reward=problem"],  # w/o F1 and F2
         ["method=bandit", "bandit.reward=f1"],  # w/o F2
         ["method=bandit", "bandit.reward=f2"],  # w/o F1
@@ -75,7 +76,40 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
         ["method=bandit", "bandit.warmup_epochs=0"],  # w/o supervised init
         ["method=bandit", "model.use_previous_action=false"],  # w/o previous action
     ],
+    ids=["reinforce", "planner", "problem-reward", "w/o-F2", "w/o-F1", "distance-reward", "w/o-supervised-init",
+         "w/o-previous-action"],
 )
 def test_every_method_and_ablation_of_table_2_trains_from_config(tmp_path, overrides):
     recipe().main([*TINY, *overrides, "trainer.max_epochs=1", f"run_dir={tmp_path}"])
     assert (tmp_path / "pretrained" / "model.safetensors").is_file()
+
+
+def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations():
+    """The planner part alone: told the true block and goal, it must do what the oracle does."""
+    from zoo.blocks.evaluate import evaluate_policy
+    from zoo.blocks.procedural import procedural_split
+    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks_baselines import DemonstrationPolicy
+
+    split = procedural_split("dev", transitions=6)
+    policy = BlockPolicy(["<pad>", "<unk>"], embedding_dim=4, lstm_dim=4, image_dim=4, conv_channels=2,
+                         block_embedding_dim=2, direction_embedding_dim=2, hidden_dim=4, head="target")
+    truth = {example.instruction: example.transition for example in split.examples}
+
+    def perfect(images, tokens, lengths, previous_action):
+        transitions = [truth[text] for text in policy._current_instructions]
+        block = torch.nn.functional.one_hot(torch.tensor([t.moved_block for t in transitions]), 20).float().log()
+        goal = torch.tensor([t.goal[t.moved_block] for t in transitions], dtype=torch.float32)
+        return block, goal
+
+    original_encode = policy.encode_instructions
+
+    def remember(texts):
+        policy._current_instructions = texts
+        return original_encode(texts)
+
+    policy.encode_instructions = remember
+    policy.predict_target = perfect
+    planned = evaluate_policy(policy, split.examples, progress=False)
+    oracle = evaluate_policy(DemonstrationPolicy(), split.examples, progress=False)
+    assert planned["mean"] == pytest.approx(oracle["mean"])

@@ -135,8 +135,9 @@ class BlocksDataModule(L.LightningDataModule):
         super().__init__()
         if source not in ("auto", "real", "procedural"):
             raise ValueError(f"source must be 'auto', 'real' or 'procedural', got {source!r}")
-        if mode not in ("steps", "episodes"):
-            raise ValueError(f"mode must be 'steps' (supervised) or 'episodes' (rollouts), got {mode!r}")
+        if mode not in ("steps", "episodes", "targets"):
+            raise ValueError(f"mode must be 'steps' (supervised), 'episodes' (rollouts) or 'targets' "
+                             f"(block and goal, for the oracle-planner baseline), got {mode!r}")
         self.save_hyperparameters()
         self.demos = DemonstrationCache()
         self._splits: dict[str, BlocksSplit] = {}
@@ -205,12 +206,30 @@ class BlocksDataModule(L.LightningDataModule):
             collate_fn=lambda indices: {"episodes": torch.tensor(indices, dtype=torch.long)},
         )
 
+    def _targets_loader(self, examples: Sequence[Example], shuffle: bool) -> DataLoader:
+        """One item per example: the start stack, the block to move and its goal centre."""
+        steps = StepCollator(examples, self.demos, self.vocabulary, self.renderer, self.hparams.history)
+
+        def collate(indices: list[int]) -> dict[str, torch.Tensor]:
+            batch = steps([(i, 0) for i in indices])
+            transitions = [examples[i].transition for i in indices]
+            batch["block"] = torch.tensor([t.moved_block for t in transitions], dtype=torch.long)
+            batch["goal"] = torch.tensor(np.stack([t.goal[t.moved_block] for t in transitions]), dtype=torch.float32)
+            return batch
+
+        return ResumableLoader(EpisodeIndices(len(examples)), batch_size=self.hparams.batch_size, seed=self.hparams.seed,
+                               shuffle=shuffle, collate_fn=collate)
+
     def train_dataloader(self) -> DataLoader:
         if self.hparams.mode == "episodes":
             return self._episodes_loader(self.train_examples)
+        if self.hparams.mode == "targets":
+            return self._targets_loader(self.train_examples, shuffle=True)
         return self._steps_loader(self.train_examples, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:
+        if self.hparams.mode == "targets":
+            return self._targets_loader(self.tuning_examples, shuffle=False)
         return self._steps_loader(self.tuning_examples, shuffle=False)
 
     def state_dict(self) -> dict:

@@ -88,8 +88,9 @@ class BlockPolicy(Grounded):
         discount: float = 0.9,
     ):
         super().__init__()
-        if head not in ("factored", "q"):
-            raise ValueError(f"head must be 'factored' (two softmaxes) or 'q' (81 Q-values, for DQN); got {head!r}")
+        if head not in ("factored", "q", "target"):
+            raise ValueError(f"head must be 'factored' (two softmaxes), 'q' (81 Q-values, for DQN) or 'target' "
+                             f"(block and goal centre, for the oracle planner); got {head!r}")
         self.save_hyperparameters()
         self.vocabulary = Vocabulary(vocabulary)
         self.image = ImageEncoder(3 * (history + 1), conv_channels, image_dim, image_size)
@@ -103,8 +104,12 @@ class BlockPolicy(Grounded):
         if head == "factored":
             self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
             self.direction_head = nn.Linear(hidden_dim, NUM_DIRECTIONS + 1)
-        else:
+        elif head == "q":
             self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)
+        else:
+            self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
+            self.goal_head = nn.Linear(hidden_dim, 2)
+            self._plans: dict = {}
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -171,6 +176,8 @@ class BlockPolicy(Grounded):
     def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
         """Probabilities of the 81 actions ([B, 81]), or their Q-values for a DQN head; the
         argmax is the greedy action."""
+        if self.hparams.head == "target":
+            return self._planned_scores(observations)
         if self.hparams.head == "q":
             tokens, lengths = observations.tokens, observations.lengths
             if tokens is None:
@@ -180,7 +187,7 @@ class BlockPolicy(Grounded):
         return self.action_log_probs(observations).exp()
 
     # ------------------------------------------------------------------ training
-    OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn")
+    OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn", "planner")
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         objective = self.hparams.objective
@@ -190,6 +197,8 @@ class BlockPolicy(Grounded):
             loss = self._from_rollout(batch["rollout"], objective)
         elif objective == "dqn":
             loss = self._temporal_difference(batch["replay"])
+        elif objective == "planner":
+            loss = self._target_loss(batch, "train")
         else:
             raise ValueError(f"unknown objective {objective!r}; choose one of {self.OBJECTIVES}")
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch.get("action", batch.get("episodes"))))
@@ -226,7 +235,61 @@ class BlockPolicy(Grounded):
         chosen = q.gather(1, replay["actions"].to(self.device)[:, None]).squeeze(1)
         return torch.nn.functional.smooth_l1_loss(chosen, replay["targets"].to(chosen))
 
+    # ------------------------------------------------------------------ oracle-planner baseline
+    def predict_target(self, images, tokens, lengths, previous_action) -> tuple[torch.Tensor, torch.Tensor]:
+        """Log-probabilities of the block to move [B, 20] and its predicted goal centre [B, 2]."""
+        hidden = self.features(images, tokens, lengths, previous_action)
+        return self.block_head(hidden).log_softmax(-1), self.goal_head(hidden)
+
+    def _target_loss(self, batch: dict, stage: str) -> torch.Tensor:
+        """Block cross-entropy plus the squared goal error in block lengths."""
+        from zoo.blocks.geometry import BLOCK_SIZE
+
+        block, goal = self.predict_target(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
+        block_loss = torch.nn.functional.nll_loss(block, batch["block"])
+        goal_loss = ((goal - batch["goal"]) / BLOCK_SIZE).square().sum(-1).mean()
+        size = len(batch["block"])
+        self.log(f"{stage}/block_accuracy", (block.argmax(-1) == batch["block"]).float().mean(), batch_size=size)
+        self.log(f"{stage}/goal_error", ((goal - batch["goal"]).norm(dim=-1) / BLOCK_SIZE).mean(), batch_size=size)
+        return block_loss + goal_loss
+
+    def _planned_scores(self, observation: BlocksObservation) -> torch.Tensor:
+        """One-hot scores of the planner's next action. At an episode's first step the network
+        picks the block and goal; the A* planner, which sees the true board (the "oracle"
+        part), then finds the path that the following steps replay."""
+        from zoo.blocks.demos import plan
+        from zoo.blocks.records import Transition
+
+        if observation.boards is None or observation.moves_taken is None:
+            raise ValueError("the oracle planner needs the privileged boards and moves_taken fields")
+        starting = (observation.moves_taken == 0).nonzero().squeeze(1)
+        if len(starting):
+            tokens, lengths = self.encode_instructions([observation.instructions[i] for i in starting.tolist()])
+            block, goal = self.predict_target(observation.images[starting].to(self.device), tokens, lengths,
+                                              observation.previous_action[starting].to(self.device))
+            for row, chosen, centre in zip(starting.tolist(), block.argmax(-1).tolist(), goal.double().cpu().numpy()):
+                count = int(observation.boards.n_blocks[row])
+                start = observation.boards.start[row, :count].cpu().numpy()
+                target = start.copy()
+                if chosen < count:
+                    target[chosen] = centre
+                episode = Transition("planned", 0, 1, "digit", start, target, (observation.instructions[row],))
+                self._plans[self._episode_key(observation, row)] = plan(episode).actions
+        scores = torch.zeros(len(observation), NUM_ACTIONS)
+        for row in range(len(observation)):
+            actions = self._plans.get(self._episode_key(observation, row), (STOP,))
+            step = int(observation.moves_taken[row])
+            scores[row, actions[step] if step < len(actions) else STOP] = 1.0
+        return scores
+
+    @staticmethod
+    def _episode_key(observation: BlocksObservation, row: int) -> tuple:
+        return (observation.instructions[row], observation.boards.start[row].cpu().numpy().tobytes())
+
     def validation_step(self, batch: dict, batch_idx: int) -> None:
+        if self.hparams.head == "target":
+            self.log("val/loss", self._target_loss(batch, "val"), batch_size=len(batch["block"]))
+            return
         if self.hparams.head == "q":
             return  # Q-values have no likelihood; rollout metrics still validate a DQN
         block, direction = self(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
