@@ -1,0 +1,68 @@
+"""Publish a trained model in the checkpoint manifest, shipped inside the repository.
+
+    python tools/release_checkpoint.py blocks-bandit runs/blocks/bandit/pretrained \
+        --description "CNN-LSTM block policy, contextual bandit with F1+F2 shaping" \
+        --training-data "Blocks train split, 11,196 examples (675 held out for tuning)" \
+        --cost "9 h on 2 CPU cores" --metric dev_mean_distance_error=3.61 --metric ...
+
+Copies the save_pretrained files to checkpoints/<name>/, records their sha256 and size in
+checkpoints/manifest.json (replacing an entry of the same name) and points the entry at the
+model card checkpoints/cards/<name>.md, which must exist: a release without a card is refused.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from zoo.hub import load_manifest, sha256_of
+
+CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+
+
+def parse_metric(text: str) -> tuple[str, float]:
+    key, _, value = text.partition("=")
+    if not key or not value:
+        raise argparse.ArgumentTypeError(f"--metric takes key=value, got {text!r}")
+    return key, float(value)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("name")
+    parser.add_argument("directory", type=Path, help="a save_pretrained directory")
+    parser.add_argument("--description", required=True)
+    parser.add_argument("--training-data", required=True)
+    parser.add_argument("--cost", required=True, help="training compute, e.g. '9 h on 2 CPU cores'")
+    parser.add_argument("--metric", type=parse_metric, action="append", default=[])
+    parser.add_argument("--license", default="MIT")
+    args = parser.parse_args()
+    card = CHECKPOINTS / "cards" / f"{args.name}.md"
+    if not card.is_file():
+        raise SystemExit(f"write the model card {card} first")
+    config = json.loads((args.directory / "config.json").read_text())
+    target = CHECKPOINTS / args.name
+    target.mkdir(parents=True, exist_ok=True)
+    files = []
+    for source in sorted(p for p in args.directory.iterdir() if p.is_file()):
+        shutil.copy2(source, target / source.name)
+        files.append({"name": source.name, "url": f"{args.name}/{source.name}", "sha256": sha256_of(source),
+                      "size": source.stat().st_size})
+    manifest_path = CHECKPOINTS / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["models"] = [m for m in manifest["models"] if m["name"] != args.name]
+    manifest["models"].append({
+        "name": args.name, "model_class": config["model_class"], "description": args.description, "files": files,
+        "training_data": args.training_data, "metrics": dict(args.metric), "training_cost": args.cost,
+        "license": args.license, "card": f"cards/{args.name}.md",
+    })
+    manifest["models"].sort(key=lambda m: m["name"])
+    manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
+    load_manifest(manifest_path)  # refuse to leave an invalid manifest behind
+    print(f"released {args.name}: {len(files)} files in {target}")
+
+
+if __name__ == "__main__":
+    main()
