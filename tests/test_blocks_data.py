@@ -100,3 +100,33 @@ def test_procedural_boards_are_seeded_and_valid():
         assert (gap > 0.1544).all() and np.abs(transition.goal).max() <= 1.0
     assert {t.decoration for t in first.transitions} == {"digit", "logo"}
     assert "block" in first.examples[0].instruction
+
+
+@requires_real_blocks
+def test_download_fetches_verifies_and_caches_the_release(tmp_path, monkeypatch):
+    """The download path end to end, served from a local copy instead of GitHub."""
+    from tests.conftest import DATA_ROOT
+    from zoo.blocks import data
+
+    empty = tmp_path / "no-data"
+    empty.mkdir()
+    monkeypatch.setenv("ZOO_DATA_DIR", str(empty))
+    monkeypatch.setattr(data, "OFFICIAL_URL", (DATA_ROOT / "blocks").as_uri() + "/{file}")
+    split = load_split("dev", download=True)
+    assert len(split.examples) == 1719
+    cached = data.cache_dir() / "blocks" / "devset.json"
+    assert cached.is_file()
+    assert load_split("dev").examples[0].instruction == split.examples[0].instruction  # now from the cache
+
+
+def test_a_download_with_the_wrong_hash_leaves_nothing_behind(tmp_path, monkeypatch):
+    from zoo.blocks import data
+    from zoo.hub import ChecksumError
+
+    source = tmp_path / "devset.json"
+    source.write_text("[]")
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "nowhere"))
+    monkeypatch.setattr(data, "OFFICIAL_URL", tmp_path.as_uri() + "/{file}")
+    with pytest.raises(ChecksumError):
+        load_split("dev", download=True)
+    assert not (data.cache_dir() / "blocks" / "devset.json").exists()
