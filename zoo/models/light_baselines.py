@@ -264,7 +264,9 @@ class FastTextRanker(LightRanker):
         return batch
 
     def featurize(self, contexts: Sequence[str], candidates: Sequence[Sequence[str]]) -> dict[str, torch.Tensor]:
-        context_ids, context_offsets = _bag([self.ngrams(c) for c in contexts])
+        # A context-blind model never reads the context: skip the work, keep the batch layout.
+        empty = np.zeros(0, dtype=np.int64)
+        context_ids, context_offsets = _bag([self.ngrams(c) if self.hparams.use_context else empty for c in contexts])
         flat = [c for cands in candidates for c in cands]
         candidate_ids, candidate_offsets = _bag([self.ngrams(c) for c in flat])
         return {
