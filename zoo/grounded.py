@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import Any
 
@@ -51,20 +49,14 @@ class Grounded(L.LightningModule):
         The files are written into a temporary sibling and moved into place, so an
         interrupted save never leaves a half-written checkpoint behind.
         """
+        from zoo.files import replace_directory
+
         directory = Path(directory)
-        directory.parent.mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-        try:
+        with replace_directory(directory) as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
             save_model(self, str(staging / WEIGHTS_NAME))
             self.save_extra_files(staging)
-            if directory.exists():
-                shutil.rmtree(directory)
-            os.replace(staging, directory)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
         return directory
 
     def save_extra_files(self, directory: Path) -> None:

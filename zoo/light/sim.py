@@ -45,8 +45,6 @@ import json
 import logging
 import os
 import random
-import shutil
-import tempfile
 import time
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -553,10 +551,10 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
                  world: World, extra: dict | None = None) -> Path:
     """Write a corpus (release layout when the sizes allow, else one pickle per split) and its
     manifest, into a temporary sibling first so a crash never leaves half a corpus."""
+    from zoo.files import replace_directory
+
     directory = Path(directory)
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
-    try:
+    with replace_directory(directory) as staging:
         if config.release_layout:
             dump_pickle([e.to_raw() for e in release_order(splits)], staging / "light_data.pkl")
             dump_pickle([e.to_raw() for e in splits["test_unseen"]], staging / "light_unseen_data.pkl")
@@ -574,12 +572,6 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
             **(extra or {}),
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-        if directory.exists():
-            shutil.rmtree(directory)
-        os.replace(staging, directory)
-    finally:
-        if staging.exists():
-            shutil.rmtree(staging, ignore_errors=True)
     return directory
 
 
