@@ -28,6 +28,9 @@ DATA_ROOT = _data_root()
 if DATA_ROOT is not None:
     os.environ.setdefault("ZOO_DATA_DIR", str(DATA_ROOT))
 
+LIGHT_DATA = (DATA_ROOT or SHARED_DATA) / "light"
+"""Where the LIGHT world, fixture and split indices are looked for."""
+
 requires_real_blocks = pytest.mark.skipif(
     DATA_ROOT is None or not (DATA_ROOT / "blocks" / "devset.json").is_file(),
     reason="the real Blocks data is not available (set ZOO_DATA_DIR)",

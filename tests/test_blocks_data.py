@@ -1,6 +1,5 @@
 """Loading the release into typed records (spec §1), and refusing malformed files."""
 
-import json
 
 import numpy as np
 import pytest

@@ -2,7 +2,6 @@
 
 import numpy as np
 import pytest
-import torch
 
 from tests.conftest import requires_real_blocks
 from zoo.blocks.demos import plan

@@ -6,7 +6,7 @@ import torch
 
 from tests.conftest import requires_real_blocks
 from zoo.blocks.board import BoardBatch
-from zoo.blocks.demos import DemoBatch, DemonstrationCache
+from zoo.blocks.demos import DemonstrationCache
 from zoo.blocks.env import BlocksEnv
 from zoo.blocks.geometry import BLOCK_SIZE, STOP
 from zoo.blocks.records import Transition

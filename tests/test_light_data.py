@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import sys
 import types
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import LIGHT_DATA
 
 from zoo.light import release
 from zoo.light.records import Agent, Episode, LightDataError, Setting, Turn, parse_episode, parse_episodes
@@ -27,9 +28,7 @@ from zoo.light.release import (
 )
 from zoo.light.safe_pickle import CorruptPickleError, UnsafePickleError, dump_pickle, load_pickle, loads_pickle
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("ZOO_DATA_DIR") or REPO.parent / "shared" / "data")
-LIGHT = DATA / "light"
+LIGHT = LIGHT_DATA
 FIXTURE = LIGHT / "fixture" / "light_data_fixture.pkl"
 FIXTURE_JSON = LIGHT / "fixture" / "light_data_fixture.json"
 

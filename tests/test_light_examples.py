@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import random
-from pathlib import Path
 from typing import NamedTuple
 
 import pytest
+
+from tests.conftest import LIGHT_DATA
 
 from zoo.cli import main
 from zoo.light.candidates import (
@@ -30,9 +30,7 @@ from zoo.light.features import FEATURE_SETS, PARLAI_DEFAULT, Features, get_featu
 from zoo.light.records import Agent, Episode, Setting, Turn
 from zoo.light.release import load_episodes
 
-REPO = Path(__file__).resolve().parents[1]
-DATA = Path(os.environ.get("ZOO_DATA_DIR") or REPO.parent / "shared" / "data")
-FIXTURE_DIR = DATA / "light" / "fixture"
+FIXTURE_DIR = LIGHT_DATA / "fixture"
 FIXTURE = FIXTURE_DIR / "light_data_fixture.pkl"
 
 needs_data = pytest.mark.skipif(not FIXTURE.is_file(), reason=f"LIGHT fixture not found under {FIXTURE_DIR}")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import json
-import os
 import random
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import LIGHT_DATA
 
 from zoo.cli import main
 from zoo.light.candidates import EMOTES
@@ -30,7 +31,7 @@ from zoo.light.stats import PAPER_TABLE1, corpus_stats, format_comparison, forma
 from zoo.light.world import UNSEEN_CATEGORIES
 
 REPO = Path(__file__).resolve().parents[1]
-LIGHT = Path(os.environ.get("ZOO_DATA_DIR") or REPO.parent / "shared" / "data") / "light"
+LIGHT = LIGHT_DATA
 TINY = SimConfig.preset("tiny", world="authored")
 
 

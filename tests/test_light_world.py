@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import itertools
 import json
-import os
 import random
 from pathlib import Path
 
 import pytest
+
+from tests.conftest import LIGHT_DATA
 
 from zoo.light import actions
 from zoo.light.engine import EMOTE_THIRD_PERSON, Engine
@@ -21,7 +22,7 @@ from zoo.light.scene import stage_chat
 from zoo.light.world import UNSEEN_CATEGORIES, Affordances, article_name
 
 REPO = Path(__file__).resolve().parents[1]
-LIGHT = Path(os.environ.get("ZOO_DATA_DIR") or REPO.parent / "shared" / "data") / "light"
+LIGHT = LIGHT_DATA
 needs_env = pytest.mark.skipif(not (LIGHT / "environment-full").is_dir(), reason="LIGHT environment files not found")
 
 

@@ -8,7 +8,6 @@ the whole batch at once, instead of stored: the train split has ~180k steps, 7.5
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from typing import Sequence
 
