@@ -19,7 +19,7 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 import lightning as L
 import torch
@@ -96,7 +96,10 @@ class LightDataModule(L.LightningDataModule):
     order) for the release, and with a fresh RNG per split for LIGHT-sim, so one LIGHT-sim split
     can be built without the others. ``collate``: turns a list of :class:`LightItem` into a
     batch (default: :func:`default_collate`); models pass their tokenising collate here.
-    ``limit``: keep only the first N examples of each split (quick runs).
+    ``limit``: keep only the first N examples of each split (quick runs), or a mapping from
+    split name to N (splits not named stay whole). Under DDP the evaluation loaders split the
+    examples over the ranks without padding, so metrics reduced over ranks count every example
+    exactly once.
     """
 
     def __init__(
@@ -113,7 +116,7 @@ class LightDataModule(L.LightningDataModule):
         collate: Callable[[Sequence[LightItem]], Any] | None = None,
         num_workers: int = 0,
         download: bool = False,
-        limit: int | None = None,
+        limit: int | Mapping[str, int | None] | None = None,
         shuffle: bool = True,
     ) -> None:
         super().__init__()
@@ -209,8 +212,9 @@ class LightDataModule(L.LightningDataModule):
             else:
                 examples = build_split_examples(splits, split, self.task, self.features, options)
             contexts = full_contexts(examples)
-            if self.limit is not None:
-                examples, contexts = examples[: self.limit], contexts[: self.limit]
+            limit = self.limit.get(split) if isinstance(self.limit, Mapping) else self.limit
+            if limit is not None:
+                examples, contexts = examples[:limit], contexts[:limit]
             self._datasets[split] = LightDataset(examples, contexts)
         return self._datasets[split]
 
@@ -220,8 +224,16 @@ class LightDataModule(L.LightningDataModule):
 
     # ------------------------------------------------------------------ loaders
     def _loader(self, split: str, shuffle: bool, batch_size: int) -> DataLoader:
-        return DataLoader(self.dataset(split), batch_size=batch_size, shuffle=shuffle, collate_fn=self.collate,
-                          num_workers=self.num_workers)
+        dataset = self.dataset(split)
+        sampler = None
+        if not shuffle and torch.distributed.is_available() and torch.distributed.is_initialized():
+            # Lightning's default DistributedSampler pads the last batch with repeated examples,
+            # which would count them twice in R@1; this one gives each example to one rank.
+            from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
+
+            sampler = UnrepeatedDistributedSampler(dataset, shuffle=False)
+        return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle if sampler is None else False,
+                          sampler=sampler, collate_fn=self.collate, num_workers=self.num_workers)
 
     def train_dataloader(self) -> DataLoader:
         return self._loader("train", self.shuffle, self.batch_size)

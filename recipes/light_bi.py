@@ -1,0 +1,17 @@
+"""Train the bi-ranker on LIGHT (Urbanek et al. 2019): context and candidate encoded apart, dot product.
+
+    python recipes/light_bi.py                                        # dialogue, LIGHT-sim, one process
+    python recipes/light_bi.py data.task=emote model.options.learning_rate=1e-4
+    python recipes/light_bi.py trainer.devices=8 trainer.strategy=ddp # multi-GPU with Lightning's DDP
+    python recipes/light_bi.py data.features=no_persona               # a Table 5 grounding ablation
+
+See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+"""
+
+import sys
+from pathlib import Path
+
+from zoo.light_recipe import run
+
+if __name__ == "__main__":
+    run(sys.argv[1:], Path(__file__).with_suffix(".yaml"))
