@@ -1,0 +1,18 @@
+"""Train the Transformer Memory Network on LIGHT (Urbanek et al. 2019 §4): grounding lines as
+memories, the latest turns as the query, candidates ranked by dot product.
+
+    python recipes/light_memnet.py                                     # dialogue, LIGHT-sim, one process
+    python recipes/light_memnet.py data.task=emote                     # rank the 22 emotes
+    python recipes/light_memnet.py model.options.dim=256 model.options.layers=2 threads=4
+    python recipes/light_memnet.py data.features=no_persona            # a Table 5 grounding ablation
+
+See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+"""
+
+import sys
+from pathlib import Path
+
+from zoo.light_recipe import run
+
+if __name__ == "__main__":
+    run(sys.argv[1:], Path(__file__).with_suffix(".yaml"))
