@@ -146,15 +146,16 @@ class StarSpaceRanker(NeuralRanker):
     """StarSpace: one bag-of-words embedding space for contexts and candidates, hinge loss.
 
     ``dim``: embedding size. ``pooling``: ``mean`` or ``sqrt`` (sum / sqrt(n)).
-    ``similarity``: ``cosine`` or ``dot``. ``margin``, ``num_negatives``: the hinge loss.
+    ``similarity``: ``cosine`` or ``dot``. ``margin``, ``num_negatives``: the hinge loss
+    (``num_negatives <= 0``: every negative of the pool, no sampling).
     ``min_count``, ``max_vocab``: the vocabulary (UNK included in ``max_vocab``).
     ``idf_weighting``, ``sublinear_tf``: how a bag weighs its words. ``max_actions``: how many
     training actions :meth:`nearest` can return. ``world``: the LIGHT world source whose
     entity names :meth:`nearest` searches (see :func:`zoo.light.environment.load_world`).
     """
 
-    def __init__(self, dim: int = 128, pooling: str = "mean", similarity: str = "cosine", margin: float = 0.1,
-                 num_negatives: int = 10, learning_rate: float = 0.01, weight_decay: float = 0.0,
+    def __init__(self, dim: int = 128, pooling: str = "mean", similarity: str = "cosine", margin: float = 0.5,
+                 num_negatives: int = 0, learning_rate: float = 0.001, weight_decay: float = 0.0,
                  min_count: int = 2, max_vocab: int = 50_000, idf_weighting: bool = True, sublinear_tf: bool = True,
                  max_actions: int = 5000, world: str = "auto") -> None:
         super().__init__()
