@@ -5,17 +5,26 @@
 >>> policy = zoo.create_model("blocks-random", seed=1)
 """
 
+from zoo.blocks.datamodule import BlocksDataModule
 from zoo.grounded import Grounded
 from zoo.hub import list_pretrained
+from zoo.models import (
+    BiRanker,
+    BlockPolicy,
+    CrossRanker,
+    DemonstrationPolicy,
+    RandomPolicy,
+    StopPolicy,
+)
 from zoo.registry import create_model, list_models, load_pretrained
-from zoo.blocks.datamodule import BlocksDataModule
-from zoo.models import BlockPolicy, DemonstrationPolicy, RandomPolicy, StopPolicy
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BiRanker",
     "BlockPolicy",
     "BlocksDataModule",
+    "CrossRanker",
     "DemonstrationPolicy",
     "Grounded",
     "RandomPolicy",

@@ -17,10 +17,11 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 
-def load_config(default: str | os.PathLike, argv: Sequence[str]) -> DictConfig:
-    """The recipe's YAML, then ``--config other.yaml`` files, then ``key.sub=value`` overrides."""
+def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
+    """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
+    then ``key.sub=value`` overrides."""
     argv = list(argv)
-    files = [Path(default)]
+    files = [Path(default)] if isinstance(default, (str, os.PathLike)) else [Path(f) for f in default]
     while "--config" in argv:
         at = argv.index("--config")
         files.append(Path(argv[at + 1]))

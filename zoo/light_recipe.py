@@ -14,20 +14,33 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path
+from zoo.experiment import (
+    checkpointing,
+    load_config,
+    make_logger,
+    make_trainer,
+    resume_path,
+)
 from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
 from zoo.registry import create_model
 
 log = logging.getLogger("zoo.light_recipe")
 MONITOR = "valid/r_at_1"
+
+
+def recipe_configs(recipe_file: str | Path) -> list[Path]:
+    """A recipe's YAML files: the shared ``recipes/light_common.yaml``, then its own."""
+    own = Path(recipe_file).with_suffix(".yaml")
+    return [own.parent / "light_common.yaml", own]
 
 
 def make_datamodule(config: DictConfig, collate) -> LightDataModule:
@@ -55,7 +68,7 @@ def load_best(trainer: L.Trainer, model, callbacks: list) -> str | None:
     return best
 
 
-def run(argv: Sequence[str], default_config: str | Path, extra_callbacks: Sequence = ()) -> dict[str, Any]:
+def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], extra_callbacks: Sequence = ()) -> dict[str, Any]:
     """Train, test and export one LIGHT ranker; returns the results written to results.json."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config, argv)

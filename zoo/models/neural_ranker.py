@@ -15,7 +15,8 @@ padding of shorter candidate lists). This base turns that into a Lightning model
 
 from __future__ import annotations
 
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import torch
 import torch.nn.functional as F

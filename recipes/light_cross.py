@@ -1,0 +1,15 @@
+"""Train the cross-ranker on LIGHT (Urbanek et al. 2019): context and candidate read as one sequence.
+
+    python recipes/light_cross.py                                     # dialogue, LIGHT-sim
+    python recipes/light_cross.py data.task=emote
+    python recipes/light_cross.py trainer.devices=8 trainer.strategy=ddp
+
+See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+"""
+
+import sys
+
+from zoo.light_recipe import recipe_configs, run
+
+if __name__ == "__main__":
+    run(sys.argv[1:], recipe_configs(__file__))
