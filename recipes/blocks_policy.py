@@ -18,7 +18,6 @@ import logging
 import sys
 from pathlib import Path
 
-import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
@@ -26,7 +25,7 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
 from zoo.callbacks import ContextualBanditLoop, DQNLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
-from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path
+from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path, start_run
 from zoo.models.block_policy import BlockPolicy
 
 DEFAULT_CONFIG = Path(__file__).with_suffix(".yaml")
@@ -122,12 +121,7 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
     config = load_config(DEFAULT_CONFIG, argv)
     if config.method not in ("supervised", "planner", *RL_METHODS):
         raise SystemExit(f"method must be supervised, planner, bandit, reinforce or dqn; got {config.method!r}")
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    L.seed_everything(config.seed, workers=True)
-    run_dir = Path(config.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(config, run_dir / "config.yaml")
+    run_dir = start_run(config)
     if config.method == "supervised":
         datamodule = make_datamodule(config, mode="steps")
         fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))

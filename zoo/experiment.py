@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Sequence
 
 import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
@@ -32,6 +32,19 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     config = OmegaConf.merge(*(OmegaConf.load(f) for f in files), OmegaConf.from_dotlist(argv))
     OmegaConf.resolve(config)
     return config
+
+
+def start_run(config: DictConfig) -> Path:
+    """What every run does first: thread count, seeds, the run directory and its config.yaml."""
+    import torch
+
+    if config.get("threads"):
+        torch.set_num_threads(config.threads)
+    L.seed_everything(config.seed, workers=True)
+    run_dir = Path(config.run_dir)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    OmegaConf.save(config, run_dir / "config.yaml")
+    return run_dir
 
 
 def make_logger(config: DictConfig, run_dir: Path, name: str):

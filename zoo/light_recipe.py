@@ -22,13 +22,7 @@ import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.experiment import (
-    checkpointing,
-    load_config,
-    make_logger,
-    make_trainer,
-    resume_path,
-)
+from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path, start_run
 from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
 from zoo.registry import create_model
@@ -72,12 +66,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
     """Train, test and export one LIGHT ranker; returns the results written to results.json."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config, argv)
-    if config.threads:
-        torch.set_num_threads(config.threads)
-    L.seed_everything(config.seed, workers=True)
-    run_dir = Path(config.run_dir)
-    run_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(config, run_dir / "config.yaml")
+    run_dir = start_run(config)
 
     model = make_model(config)
     datamodule = make_datamodule(config, model.collate)
