@@ -85,7 +85,8 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
         "model": config.model.name, "task": config.data.task, "features": config.data.features,
         "data": datamodule.label, "best_checkpoint": best, "train_seconds": round(train_seconds, 1),
         "train_examples": len(datamodule.dataset("train")), "epochs": trainer.current_epoch,
-        "global_step": trainer.global_step, "world_size": trainer.world_size,
+        "global_step": trainer.global_step, "batch_size": config.data.batch_size, "world_size": trainer.world_size,
+        "accelerator": type(trainer.accelerator).__name__, "precision": str(trainer.precision),
     }
     if config.get("test", True):
         for metrics in trainer.test(model, datamodule=datamodule, verbose=False):

@@ -146,7 +146,10 @@ class TextEncoder(nn.Module):
     # ------------------------------------------------------------------ encode
     def forward(self, tokens: dict[str, torch.Tensor]) -> torch.Tensor:
         hidden = self.model(**tokens).last_hidden_state[:, 0]
-        return self.projection(hidden)
+        # The head runs in fp32 even under bf16/fp16 autocast: a bf16 score keeps 8 bits of
+        # mantissa, so close candidates would tie and ranking metrics would blur.
+        with torch.autocast(hidden.device.type, enabled=False):
+            return self.projection(hidden.float())
 
 
 GROUNDING_PREFIXES = ("_task", "_setting_name", "_setting_desc", "_partner_name", "_self_name", "_self_persona",
