@@ -243,6 +243,17 @@ def test_fetch_pretrained_downloads_every_file(monkeypatch, tmp_path, server):
     assert sorted(server.requests) == ["/m/config.json", "/m/weights"]
 
 
+def test_fetch_pretrained_keeps_a_tokenizer_subfolder(monkeypatch, tmp_path, server):
+    """save_pretrained directories of text models hold tokenizer/...; the release mirrors them."""
+    files = [
+        file_entry("config.json", server.serve("/m/config.json", CONFIG), CONFIG),
+        file_entry("tokenizer/vocab.txt", server.serve("/m/tokenizer/vocab.txt", b"[PAD]\nhello\n"), b"[PAD]\nhello\n"),
+    ]
+    write_manifest(monkeypatch, tmp_path, [model_entry("light-test", files)])
+    directory = fetch_pretrained("light-test", progress=False)
+    assert (directory / "tokenizer" / "vocab.txt").read_bytes() == b"[PAD]\nhello\n"
+
+
 def test_fetch_pretrained_failure_names_the_cache_path(monkeypatch, tmp_path, server):
     write_manifest(monkeypatch, tmp_path, [model_entry("m", [file_entry("model.safetensors", server.url("/gone"), PAYLOAD)])])
     with pytest.raises(DownloadError) as caught:
@@ -293,6 +304,7 @@ def _break(mutate) -> list[dict]:
         (_break(lambda e: e["files"][0].update(sha256="abc")), "'sha256' must be 64 lowercase hex"),
         (_break(lambda e: e["files"][0].update(size="1 MB")), "'size' must be a non-negative integer"),
         (_break(lambda e: e["files"][0].update(name="../escape")), "file name '../escape'"),
+        (_break(lambda e: e["files"][0].update(name="a/b/too-deep")), "at most one '/'"),
         (_break(lambda e: e["files"][0].update(url="ftp://host/m")), "unsupported URL scheme 'ftp'"),
         (_break(lambda e: e["files"][0].update(url="/abs/m")), "relative to the manifest"),
         (_break(lambda e: e.update(files=[])), "'files' must be a non-empty list"),

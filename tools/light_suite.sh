@@ -22,7 +22,7 @@ python="${PYTHON:-python}"
 # name | recipe | overrides
 jobs_table="
 bi-dialogue|light_bi|data.task=dialogue model.options.shared_encoder=true data.batch_size=64 data.limit.valid=2000
-bi-dialogue-two-encoders|light_bi|data.task=dialogue data.batch_size=64 data.limit.valid=2000
+bi-dialogue-two-encoders|light_bi|data.task=dialogue model.options.shared_encoder=false data.batch_size=64 data.limit.valid=2000
 bi-action|light_bi|data.task=action model.options.shared_encoder=true data.batch_size=64 trainer.max_epochs=3
 bi-emote|light_bi|data.task=emote model.options.shared_encoder=true data.batch_size=64 trainer.max_epochs=3
 cross-dialogue|light_cross|data.task=dialogue data.batch_size=16 data.limit.valid=1000 data.limit.test=2000 data.limit.test_unseen=2000

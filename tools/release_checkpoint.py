@@ -46,9 +46,11 @@ def main() -> None:
     target = CHECKPOINTS / args.name
     target.mkdir(parents=True, exist_ok=True)
     files = []
-    for source in sorted(p for p in args.directory.iterdir() if p.is_file()):
-        shutil.copy2(source, target / source.name)
-        files.append({"name": source.name, "url": f"{args.name}/{source.name}", "sha256": sha256_of(source),
+    for source in sorted(p for p in args.directory.rglob("*") if p.is_file()):
+        name = source.relative_to(args.directory).as_posix()  # e.g. tokenizer/tokenizer.json
+        (target / name).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, target / name)
+        files.append({"name": name, "url": f"{args.name}/{name}", "sha256": sha256_of(source),
                       "size": source.stat().st_size})
     manifest_path = CHECKPOINTS / "manifest.json"
     manifest = json.loads(manifest_path.read_text())

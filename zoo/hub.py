@@ -235,6 +235,7 @@ def fetch_pretrained(name: str, progress: bool = True) -> Path:
     directory = cache_dir() / "checkpoints" / entry.name
     directory.mkdir(parents=True, exist_ok=True)
     for file in entry.files:
+        (directory / file.name).parent.mkdir(parents=True, exist_ok=True)
         local = entry.in_repo_path(file)
         if local is None:
             download_file(file.url, file.sha256, directory / file.name, progress, size=file.size)
@@ -309,7 +310,7 @@ def _parse_file(raw: Any, where: str) -> PretrainedFile:
     name, url, sha256, size = (raw[key] for key in _FILE_FIELDS)
     if not isinstance(name, str):
         raise ManifestError(f"{where}: 'name' must be a string")
-    _check_name(name, "file name", where)
+    _check_file_name(name, where)
     if not isinstance(url, str) or not url:
         raise ManifestError(f"{where}: 'url' must be a non-empty string")
     scheme = urlparse(url).scheme
@@ -340,6 +341,15 @@ def _check_name(name: str, what: str, where: str) -> None:
     """Names become cache paths, so they may not contain separators or start with a dot."""
     if not _SAFE_NAME.fullmatch(name):
         raise ManifestError(f"{where}: {what} {name!r} may only use letters, digits, '.', '_' and '-'")
+
+
+def _check_file_name(name: str, where: str) -> None:
+    """File names become paths in the cache: safe parts, and at most one subfolder, which
+    save_pretrained directories use for their tokenizer (``tokenizer/tokenizer.json``)."""
+    parts = name.split("/")
+    if len(parts) > 2 or not all(_SAFE_NAME.fullmatch(part) for part in parts):
+        raise ManifestError(f"{where}: file name {name!r} may only use letters, digits, '.', '_' and '-', "
+                            "with at most one '/' for a subfolder")
 
 
 def _has_scheme(url: str) -> bool:
