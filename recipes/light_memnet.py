@@ -10,9 +10,8 @@ See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretra
 """
 
 import sys
-from pathlib import Path
 
-from zoo.light_recipe import run
+from zoo.light_recipe import recipe_configs, run
 
 if __name__ == "__main__":
-    run(sys.argv[1:], Path(__file__).with_suffix(".yaml"))
+    run(sys.argv[1:], recipe_configs(__file__))
