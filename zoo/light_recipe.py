@@ -22,7 +22,14 @@ import lightning as L
 import torch
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path, start_run
+from zoo.experiment import (
+    checkpointing,
+    load_config,
+    make_logger,
+    make_trainer,
+    resume_path,
+    start_run,
+)
 from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
 from zoo.registry import create_model
