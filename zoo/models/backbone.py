@@ -132,16 +132,16 @@ class TextEncoder(nn.Module):
         return self._pad(rows, types)
 
     def _pad(self, rows: list[list[int]], types: list[list[int]]) -> dict[str, torch.Tensor]:
+        """Right-padded tensors, each built in one call: a batch has up to a few thousand rows
+        (a bi-ranker batch's distinct candidates), and a tensor per row would dominate."""
         width = max((len(r) for r in rows), default=0)
         pad = self.tokenizer.pad_token_id or 0
-        input_ids = torch.full((len(rows), width), pad, dtype=torch.long)
-        token_type_ids = torch.zeros((len(rows), width), dtype=torch.long)
-        attention_mask = torch.zeros((len(rows), width), dtype=torch.long)
-        for i, (row, kind) in enumerate(zip(rows, types)):
-            input_ids[i, : len(row)] = torch.tensor(row)
-            token_type_ids[i, : len(kind)] = torch.tensor(kind)
-            attention_mask[i, : len(row)] = 1
-        return {"input_ids": input_ids, "token_type_ids": token_type_ids, "attention_mask": attention_mask}
+
+        def padded(lists: list[list[int]], value: int) -> torch.Tensor:
+            return torch.tensor([row + [value] * (width - len(row)) for row in lists], dtype=torch.long).view(len(lists), width)
+
+        return {"input_ids": padded(rows, pad), "token_type_ids": padded(types, 0),
+                "attention_mask": padded([[1] * len(row) for row in rows], 0)}
 
     # ------------------------------------------------------------------ encode
     def forward(self, tokens: dict[str, torch.Tensor]) -> torch.Tensor:

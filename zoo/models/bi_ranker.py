@@ -23,7 +23,7 @@ import torch
 from zoo.light.datamodule import LightItem
 from zoo.models.backbone import TOKENIZER_DIR, TextEncoder, load_encoder, load_tokenizer
 from zoo.models.candidate_cache import CandidateCache, RetrievalIndex, weights_stamp
-from zoo.models.neural_ranker import NeuralRanker, pad_candidate_scores
+from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
 from zoo.registry import register_model
 
 
@@ -148,19 +148,16 @@ class BiRanker(NeuralRanker):
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
         contexts = self.context_encoder(batch["context_tokens"])
         counts = batch["counts"]
-        owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
         candidates = self._candidate_embeddings(batch)
-        return pad_candidate_scores((contexts[owner] * candidates).sum(-1), counts)
+        return pad_candidate_scores((contexts[candidate_owner(counts)] * candidates).sum(-1), counts)
 
     def training_scores(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """Each context against the batch's distinct candidates; allowed are its own candidates
         and (with ``in_batch_negatives``) every example's gold."""
         contexts = self.context_encoder(batch["context_tokens"])
         scores = contexts @ self._encode_ids(batch["candidate_ids"]).T
-        counts, index = batch["counts"], batch["candidate_index"]
-        owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
         allowed = torch.zeros_like(scores, dtype=torch.bool)
-        allowed[owner, index] = True
+        allowed[candidate_owner(batch["counts"]), batch["candidate_index"]] = True
         if self.hparams.in_batch_negatives:
             allowed[:, batch["gold_index"]] = True
         return scores.masked_fill(~allowed, float("-inf")), batch["gold_index"]

@@ -40,7 +40,7 @@ from torch import nn
 
 from zoo.light.datamodule import LightItem
 from zoo.models.light_baselines import LineCache, tokenize
-from zoo.models.neural_ranker import NeuralRanker, pad_candidate_scores
+from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
 from zoo.registry import register_model
 
 PAD, UNK = "<pad>", "<unk>"
@@ -269,7 +269,7 @@ class TransformerMemNet(NeuralRanker):
         contexts = self.encode_contexts(batch)
         candidates = self.encode_candidates(batch["candidates"])
         counts = batch["counts"]
-        owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+        owner = candidate_owner(counts)
         scores = pad_candidate_scores((contexts[owner] * candidates).sum(-1), counts)
         return scores, contexts, candidates
 
@@ -300,7 +300,7 @@ class TransformerMemNet(NeuralRanker):
 def _pad_rows(vectors: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     """Flat per-example vectors ``[N, d]`` (``counts[i]`` of them for example i) -> ``[B, M_max, d]``."""
     width = int(counts.max()) if len(counts) else 0
-    owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+    owner = candidate_owner(counts)
     column = torch.arange(len(owner), device=counts.device) - (torch.cumsum(counts, 0) - counts)[owner]
     out = vectors.new_zeros(len(counts), width, vectors.shape[-1])
     out[owner, column] = vectors

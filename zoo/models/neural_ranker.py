@@ -29,12 +29,18 @@ from zoo.models.light_baselines import LightRanker
 TEST_SPLITS = ("test", "test_unseen")
 
 
+def candidate_owner(counts: torch.Tensor) -> torch.Tensor:
+    """The example each candidate of a flattened batch belongs to (``counts[i]`` candidates
+    of example ``i``, in order): ``[0, 0, 1, 1, 1, ...]``."""
+    return torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+
+
 def pad_candidate_scores(flat_scores: torch.Tensor, counts: torch.Tensor) -> torch.Tensor:
     """Scatter per-candidate scores of a flattened batch into ``[B, C_max]`` (``-inf`` padding).
 
     ``counts[i]`` is how many of the ``flat_scores`` belong to example ``i``, in order.
     """
-    owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+    owner = candidate_owner(counts)
     column = torch.arange(len(owner), device=counts.device) - (torch.cumsum(counts, 0) - counts)[owner]
     width = int(counts.max()) if len(counts) else 0
     out = flat_scores.new_full((len(counts), width), float("-inf"))

@@ -37,7 +37,7 @@ from torch import nn
 
 from zoo.light.datamodule import LightItem
 from zoo.models.light_baselines import LineCache, tokenize
-from zoo.models.neural_ranker import NeuralRanker, pad_candidate_scores
+from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
 from zoo.registry import register_model
 
 UNK = "__unk__"
@@ -232,7 +232,7 @@ class StarSpaceRanker(NeuralRanker):
         """``[B, C_max]`` scores of each context's own candidates (``-inf`` padding)."""
         counts = batch["counts"]
         sims = self._pairwise(batch)
-        owner = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), counts)
+        owner = candidate_owner(counts)
         return pad_candidate_scores(sims[owner, torch.arange(len(owner), device=counts.device)], counts)
 
     # -------------------------------------------------------------- training
@@ -243,7 +243,7 @@ class StarSpaceRanker(NeuralRanker):
         device = counts.device
         starts = torch.cumsum(counts, 0) - counts
         gold = starts + labels
-        owner = torch.repeat_interleave(torch.arange(len(counts), device=device), counts)
+        owner = candidate_owner(counts)
         is_gold = torch.zeros(len(owner), dtype=torch.bool, device=device)
         is_gold[gold] = True
         own = owner[None, :] == torch.arange(len(counts), device=device)[:, None]
