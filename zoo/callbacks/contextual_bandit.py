@@ -17,7 +17,21 @@ import torch
 
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
+from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
 from zoo.blocks.rollout import EpisodeRunner
+from zoo.models.block_objectives import rewards_to_go
+
+
+def sample_actions(policy, observation, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample as the original trainer did: a block and a direction, each from its own
+    softmax; the action is STOP when the direction is. Returns the actions [B] and the
+    sampled blocks [B] (which the original loss also scores on STOP steps). The joint
+    distribution equals sampling the 81 joint probabilities."""
+    block_log_probs, direction_log_probs = (t.cpu() for t in policy.observe(observation))
+    blocks = torch.multinomial(block_log_probs.exp(), 1, generator=generator).squeeze(1)
+    directions = torch.multinomial(direction_log_probs.exp(), 1, generator=generator).squeeze(1)
+    actions = torch.where(directions == NUM_DIRECTIONS, STOP, blocks * NUM_DIRECTIONS + directions)
+    return actions, blocks
 
 
 class ContextualBanditLoop(L.Callback):
@@ -25,8 +39,8 @@ class ContextualBanditLoop(L.Callback):
 
     ``rollout`` holds: ``frames`` uint8 [T+1, B, 3, H, W] (board after t actions),
     ``steps``/``episodes`` [N] (which (t, b) were decisions), ``actions``, ``previous_actions``,
-    ``rewards`` and ``returns`` [N] (immediate reward; the episode's total reward, for
-    REINFORCE), ``tokens``/``lengths`` of the B instructions.
+    ``blocks`` (the sampled block, also on STOP steps), ``rewards`` and ``returns`` [N]
+    (immediate reward; the reward-to-go, for REINFORCE), ``tokens``/``lengths`` of the B instructions.
     """
 
     def __init__(self, examples: Sequence[Example], reward: RewardConfig | None = None, seed: int = 0,
@@ -47,14 +61,17 @@ class ContextualBanditLoop(L.Callback):
         """Play ``examples`` sampling from the policy; return the logged experience."""
         was_training = policy.training
         policy.eval()
+        sampled_blocks: list[torch.Tensor] = []
 
         def sample(observation):
-            probabilities = policy.score(observation).cpu()
-            return torch.multinomial(probabilities, 1, generator=self.generator).squeeze(1)
+            actions, blocks = sample_actions(policy, observation, self.generator)
+            sampled_blocks.append(blocks)
+            return actions
 
         rollout = self.runner.record(examples, sample, encode=policy.encode_instructions)
+        rollout["blocks"] = torch.cat(sampled_blocks)
+        rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
-        rollout["returns"] = totals[rollout["episodes"]]
         env = self.runner.env
         self.last_stats = {
             "episode_return": float(totals.mean()),

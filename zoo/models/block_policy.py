@@ -24,9 +24,35 @@ from zoo.models import block_objectives as objectives
 from zoo.grounded import Grounded
 from zoo.registry import register_class
 
+INITIALISATIONS = ("glorot", "original")
+CLIP_ALGORITHMS = ("per_parameter", "global")
 NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
 NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
 STOP_DIRECTION = NUM_DIRECTIONS
+
+
+def _normal_(weight: torch.Tensor, std: float, truncated: bool) -> None:
+    """N(0, std²) in place; ``truncated`` redraws beyond two standard deviations, as
+    TensorFlow's truncated_normal_initializer does."""
+    if truncated:
+        nn.init.trunc_normal_(weight, std=std, a=-2 * std, b=2 * std)
+    else:
+        nn.init.normal_(weight, std=std)
+
+
+def clip_gradients(parameters, max_norm: float | None, algorithm: str = "per_parameter") -> None:
+    """Clip gradients at ``max_norm``: each parameter's gradient on its own
+    (``"per_parameter"``, the original's ``tf.clip_by_norm`` on every gradient) or all of
+    them together (``"global"``, ``torch.nn.utils.clip_grad_norm_``)."""
+    if not max_norm:
+        return
+    parameters = [p for p in parameters if p.grad is not None]
+    if algorithm == "global":
+        torch.nn.utils.clip_grad_norm_(parameters, max_norm)
+        return
+    norms = torch._foreach_norm([p.grad for p in parameters])
+    scales = [max_norm / torch.clamp(norm, min=max_norm) for norm in norms]
+    torch._foreach_mul_([p.grad for p in parameters], scales)
 
 
 class ImageEncoder(nn.Module):
@@ -86,11 +112,24 @@ class BlockPolicy(Grounded):
         entropy_coefficient: float = 0.1,
         head: str = "factored",
         discount: float = 0.9,
+        init: str = "glorot",
+        loss_form: str = "original",
+        episodes_per_update: int = 1,
+        gradient_clip_val: float | None = 5.0,
+        gradient_clip_algorithm: str = "per_parameter",
     ):
         super().__init__()
         if head not in ("factored", "q", "target"):
             raise ValueError(f"head must be 'factored' (two softmaxes), 'q' (81 Q-values, for DQN) or 'target' "
                              f"(block and goal centre, for the oracle planner); got {head!r}")
+        if init not in INITIALISATIONS:
+            raise ValueError(f"init must be one of {INITIALISATIONS}; got {init!r}")
+        if loss_form not in objectives.LOSS_FORMS:
+            raise ValueError(f"loss_form must be one of {objectives.LOSS_FORMS}; got {loss_form!r}")
+        if gradient_clip_algorithm not in CLIP_ALGORITHMS:
+            raise ValueError(f"gradient_clip_algorithm must be one of {CLIP_ALGORITHMS}; got {gradient_clip_algorithm!r}")
+        if episodes_per_update < 1:
+            raise ValueError(f"episodes_per_update must be at least 1; got {episodes_per_update}")
         self.save_hyperparameters()
         self.vocabulary = Vocabulary(vocabulary)
         self.image = ImageEncoder(3 * (history + 1), conv_channels, image_dim, image_size)
@@ -113,15 +152,47 @@ class BlockPolicy(Grounded):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        """Glorot-uniform weights and zero biases (TensorFlow's defaults, which the original used)."""
+        """Initial weights; biases zero.
+
+        ``init="original"`` is what the original agent's graph used (read from its model
+        code): truncated normals of std 0.005 for the convolutions and 0.004 for the image
+        projection, normals of std 0.01 for the mixing layer and both softmax layers, 0.001
+        for the previous-action embeddings, N(0, 1) word vectors, a forget-gate bias of 1.
+        These are 5-100x smaller than Glorot's, so a freshly initialised softmax is
+        uniform in every state. ``init="glorot"`` (Glorot-uniform layers, PyTorch's
+        embeddings and LSTM) is what zoo used before and the released policies were trained
+        with.
+        """
+        original = self.hparams.init == "original"
         for module in self.modules():
             if isinstance(module, (nn.Linear, nn.Conv2d)):
-                nn.init.xavier_uniform_(module.weight)
+                if original:
+                    std = 0.005 if isinstance(module, nn.Conv2d) else 0.004 if module is self.image.project else 0.01
+                    truncated = module is self.image.project or isinstance(module, nn.Conv2d)
+                    _normal_(module.weight, std, truncated)
+                else:
+                    nn.init.xavier_uniform_(module.weight)
                 nn.init.zeros_(module.bias)
+        if original:
+            if self.hparams.use_previous_action:
+                nn.init.normal_(self.previous_block.weight, std=0.001)
+                nn.init.normal_(self.previous_direction.weight, std=0.001)
+            lstm = self.instruction.lstm
+            for name, parameter in lstm.named_parameters():
+                if name.startswith("weight"):
+                    nn.init.xavier_uniform_(parameter)
+                else:
+                    nn.init.zeros_(parameter)
+            hidden = lstm.hidden_size  # gate order i, f, g, o: the forget gate's bias is 1
+            lstm.bias_ih_l0.data[hidden : 2 * hidden] = 1.0
 
     def reset_direction_head(self) -> None:
-        """Re-initialise the direction softmax, as the paper does after supervised warm-up."""
-        nn.init.xavier_uniform_(self.direction_head.weight)
+        """Re-initialise the direction softmax, as the paper does after supervised warm-up,
+        with the policy's own initialisation scheme."""
+        if self.hparams.init == "original":
+            nn.init.normal_(self.direction_head.weight, std=0.01)
+        else:
+            nn.init.xavier_uniform_(self.direction_head.weight)
         nn.init.zeros_(self.direction_head.bias)
 
     # ------------------------------------------------------------------ inputs
@@ -189,12 +260,20 @@ class BlockPolicy(Grounded):
     # ------------------------------------------------------------------ training
     OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn", "planner")
 
+    ROLLOUT_OBJECTIVES = ("bandit", "reinforce")
+
+    @property
+    def automatic_optimization(self) -> bool:
+        """Learning from rollouts makes several optimizer steps per batch (one per
+        ``episodes_per_update`` episodes of the rollout), so it steps the optimizer itself."""
+        return self.hparams.objective not in self.ROLLOUT_OBJECTIVES
+
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         objective = self.hparams.objective
         if objective == "supervised":
             loss = self._supervised(batch)
-        elif objective in ("bandit", "reinforce"):
-            loss = self._from_rollout(batch["rollout"], objective)
+        elif objective in self.ROLLOUT_OBJECTIVES:
+            loss = self.learn_from_rollout(batch["rollout"], self.optimizers(), self.manual_backward)
         elif objective == "dqn":
             loss = self._temporal_difference(batch["replay"])
         elif objective == "planner":
@@ -211,20 +290,52 @@ class BlockPolicy(Grounded):
         self.log("train/accuracy", accuracy, batch_size=len(batch["action"]))
         return loss
 
-    def _from_rollout(self, rollout: dict, objective: str) -> torch.Tensor:
-        """Bandit or REINFORCE loss on the contexts a ContextualBanditLoop collected."""
-        if rollout["steps"].numel() == 0:
+    def learn_from_rollout(self, rollout: dict, optimizer, backward=None) -> torch.Tensor:
+        """The original trainers' schedule (spec §6.4): one optimizer step per
+        ``episodes_per_update`` episodes of a rollout, on the mean loss over their steps.
+
+        The rollout's episodes were all sampled from the policy as it was before the first
+        of these steps, so the k-th step learns from experience k-1 steps old (the policy lag
+        of rolling out several episodes at once; with ``episodes_per_update`` equal to the
+        rollout's size there is one step and no lag). ``backward`` is the Trainer's
+        ``manual_backward`` inside Lightning, ``Tensor.backward`` outside. Returns the mean loss.
+        """
+        backward = backward or (lambda loss: loss.backward())
+        episodes = rollout["episodes"]
+        if episodes.numel() == 0:
             raise RuntimeError("the rollout recorded no decisions")
-        images = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"], self.hparams.history)
-        tokens = rollout["tokens"][rollout["episodes"]]
-        lengths = rollout["lengths"][rollout["episodes"].cpu()]
-        block, direction = self(images.to(self.device), tokens.to(self.device), lengths, rollout["previous"].to(self.device))
-        actions = rollout["actions"].to(self.device)
-        coefficient = self.hparams.entropy_coefficient
-        if objective == "bandit":
-            return objectives.bandit_loss(block, direction, actions, rollout["rewards"].to(self.device), coefficient)
-        return objectives.reinforce_loss(block, direction, actions, rollout["returns"].to(self.device),
-                                         rollout["episodes"], coefficient)
+        n_episodes = int(episodes.max()) + 1
+        per_update = self.hparams.episodes_per_update
+        losses = []
+        for first in range(0, n_episodes, per_update):
+            rows = ((episodes >= first) & (episodes < first + per_update)).nonzero().squeeze(1)
+            if rows.numel() == 0:
+                continue
+            loss = self._from_rollout(rollout, self.hparams.objective, rows)
+            optimizer.zero_grad()
+            backward(loss)
+            clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)
+            optimizer.step()
+            losses.append(loss.detach())
+        return torch.stack(losses).mean()
+
+    def _from_rollout(self, rollout: dict, objective: str, rows: torch.Tensor | None = None) -> torch.Tensor:
+        """Bandit or REINFORCE loss on the decisions ``rows`` (default: all) of a rollout a
+        ContextualBanditLoop collected."""
+        if rows is None:
+            rows = torch.arange(len(rollout["episodes"]))
+        episodes = rollout["episodes"][rows]
+        images = stacks_from_frames(rollout["frames"], rollout["steps"][rows], episodes, self.hparams.history)
+        tokens = rollout["tokens"][episodes]
+        lengths = rollout["lengths"][episodes.cpu()]
+        tokens = tokens[:, : int(lengths.max())]
+        block, direction = self(images.to(self.device), tokens.to(self.device), lengths,
+                                rollout["previous"][rows].to(self.device))
+        actions = rollout["actions"][rows].to(self.device)
+        blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
+        targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
+        return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
+                                               blocks=blocks, form=self.hparams.loss_form)
 
     def _temporal_difference(self, replay: dict) -> torch.Tensor:
         """Huber loss between Q(s, a) and the targets r + γ·max Q_target(s', ·) a DQNLoop computed."""

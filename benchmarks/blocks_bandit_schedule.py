@@ -1,0 +1,112 @@
+"""How fast the contextual bandit learns under one update schedule: a short, fixed-budget run.
+
+The setting of issue 11's table: the released ``blocks-supervised`` policy with its
+direction head re-initialised, the same shuffled training episodes for every schedule,
+rollouts sampled ``--rollout`` episodes at a time, Adam, clipping at 5, entropy 0.1; the
+greedy tuning error on the first ``--tuning`` tuning examples every ``--eval-every``
+episodes. One line of JSON per evaluation (``--json``), then a summary object.
+
+    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 16            # pooled, today's
+    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1             # the paper's
+    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1 --init original --loss-form original
+
+Every option maps to a ``BlockPolicy`` hyper-parameter, so a schedule that wins here is the
+recipe's by config alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.evaluate import evaluate_policy
+from zoo.blocks.rollout import EpisodeRunner
+from zoo.callbacks.contextual_bandit import ContextualBanditLoop
+from zoo.models.block_policy import BlockPolicy
+
+
+def parse(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--init-from", default="blocks-supervised", help="released name or save_pretrained directory")
+    parser.add_argument("--episodes", type=int, default=2000)
+    parser.add_argument("--rollout", type=int, default=16, help="episodes sampled at once (one policy)")
+    parser.add_argument("--episodes-per-update", type=int, default=1)
+    parser.add_argument("--lr", type=float, default=2.5e-4)
+    parser.add_argument("--entropy", type=float, default=0.1)
+    parser.add_argument("--init", choices=("glorot", "original"), default="original",
+                        help="scheme of the re-initialised direction head")
+    parser.add_argument("--loss-form", choices=("original", "joint"), default="original")
+    parser.add_argument("--clip", choices=("per_parameter", "global"), default="per_parameter")
+    parser.add_argument("--reset-direction-head", type=int, default=1)
+    parser.add_argument("--tuning", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args(argv)
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    torch.set_num_threads(args.threads)
+    datamodule = BlocksDataModule(source="real")
+    datamodule.setup()
+    policy = BlockPolicy.from_pretrained(
+        args.init_from, objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
+        loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip)
+    torch.manual_seed(args.seed)
+    if args.reset_direction_head:
+        policy.reset_direction_head()
+    optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    loop = ContextualBanditLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
+                                demo_cache=datamodule.demos)
+    order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))
+    episodes = [datamodule.train_examples[i] for i in order[: args.episodes].tolist()]
+    tuning = datamodule.tuning_examples[: args.tuning]
+    runner = EpisodeRunner(datamodule.renderer)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
+    curve, frames, updates, lengths, started = [], 0, 0, [], time.perf_counter()
+
+    def evaluate(seen: int) -> None:
+        error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
+        point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
+                 "tuning_median_error": round(error["median"], 4),
+                 "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
+                 "seconds": round(time.perf_counter() - started, 1)}
+        curve.append(point)
+        line = json.dumps({"config": config, **point})
+        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  "
+              f"tuning {point['tuning_mean_error']:.3f}  train length {point['train_episode_length']:.1f}  "
+              f"{point['seconds']:.0f}s", flush=True)
+        if args.out:
+            with args.out.open("a") as handle:
+                handle.write(line + "\n")
+
+    evaluate(0)
+    for first in range(0, len(episodes), args.rollout):
+        batch = episodes[first : first + args.rollout]
+        rollout = loop.collect(policy, batch)
+        policy.train()
+        policy.learn_from_rollout(rollout, optimizer)
+        frames += len(rollout["actions"])
+        updates += -(-len(batch) // args.episodes_per_update)
+        lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
+        seen = first + len(batch)
+        if seen % args.eval_every == 0 or seen == len(episodes):
+            evaluate(seen)
+    summary = {"config": config, "curve": curve}
+    if args.json:
+        print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.exit(0)
