@@ -25,7 +25,15 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
 from zoo.callbacks import ContextualBanditLoop, DQNLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
-from zoo.experiment import checkpointing, load_config, make_logger, make_trainer, resume_path, start_run
+from zoo.experiment import (
+    checkpointing,
+    load_config,
+    load_run_checkpoint,
+    make_logger,
+    make_trainer,
+    resume_path,
+    start_run,
+)
 from zoo.models.block_policy import BlockPolicy
 
 DEFAULT_CONFIG = Path(__file__).with_suffix(".yaml")
@@ -66,11 +74,13 @@ def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, r
     trainer_config = config.trainer.copy()
     if max_epochs is not None:
         trainer_config.max_epochs = max_epochs
+    if not policy.automatic_optimization:  # the policy clips each of its own steps
+        trainer_config.gradient_clip_val = None
     trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
     trainer.fit(policy, datamodule=datamodule, ckpt_path=resume_path(run_dir))
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
     if best:
-        state = torch.load(best, map_location="cpu", weights_only=True)["state_dict"]
+        state = load_run_checkpoint(best, run_dir)["state_dict"]
         policy.load_state_dict(state)
     if trainer.is_global_zero:
         policy.save_pretrained(run_dir / "pretrained")
@@ -94,7 +104,9 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
         return BlockPolicy(vocabulary, **config.model, objective="dqn", head="q",
                            learning_rate=config.dqn.learning_rate, discount=config.dqn.discount)
     overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
-                     entropy_coefficient=bandit.entropy_coefficient)
+                     entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
+                     loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
+                     gradient_clip_val=config.trainer.gradient_clip_val)
     if bandit.init_from:
         source = Path(bandit.init_from)
         if source.suffix == ".ckpt":

@@ -37,11 +37,12 @@ def recipe():
 class Crash(L.Callback):
     """Simulates a machine going away in the middle of an epoch."""
 
-    def __init__(self, at_step: int):
-        self.at_step = at_step
+    def __init__(self, at_batch: int):
+        self.at_batch, self.batches = at_batch, 0
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx):
-        if trainer.global_step == self.at_step:
+        self.batches += 1  # batches, not steps: a bandit batch makes one step per episode
+        if self.batches == self.at_batch:
             raise KeyboardInterrupt  # Lightning stops without saving, as a kill would
 
 
@@ -54,7 +55,7 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     recipe().main([*TINY, f"method={method}", f"run_dir={straight}"])
     with pytest.raises(SystemExit):  # Lightning turns the interrupt into a graceful exit
-        recipe().main([*TINY, f"method={method}", f"run_dir={interrupted}"], extra_callbacks=[Crash(at_step=3)])
+        recipe().main([*TINY, f"method={method}", f"run_dir={interrupted}"], extra_callbacks=[Crash(at_batch=3)])
     assert (interrupted / "checkpoints" / "last.ckpt").is_file()
     assert not (interrupted / "pretrained").exists()
     recipe().main([*TINY, f"method={method}", f"run_dir={interrupted}"])

@@ -41,7 +41,7 @@ def test_block_policy_scores_the_81_actions_as_a_distribution():
 def test_save_and_load_round_trip_through_safetensors(tmp_path):
     policy = tiny_policy()
     policy.save_pretrained(tmp_path / "policy")
-    assert sorted(p.name for p in (tmp_path / "policy").iterdir()) == ["config.json", "model.safetensors"]
+    assert sorted(p.name for p in (tmp_path / "policy").iterdir()) == [".zoo-output", "config.json", "model.safetensors"]
     config = json.loads((tmp_path / "policy" / "config.json").read_text())
     assert config["model_class"] == "BlockPolicy" and config["config"]["lstm_dim"] == 8
     loaded = zoo.Grounded.from_pretrained(tmp_path / "policy")

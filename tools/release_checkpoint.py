@@ -46,7 +46,9 @@ def main() -> None:
     target = CHECKPOINTS / args.name
     target.mkdir(parents=True, exist_ok=True)
     files = []
-    for source in sorted(p for p in args.directory.rglob("*") if p.is_file()):
+    from zoo.files import MARKER_NAME
+
+    for source in sorted(p for p in args.directory.rglob("*") if p.is_file() and p.name != MARKER_NAME):
         name = source.relative_to(args.directory).as_posix()  # e.g. tokenizer/tokenizer.json
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target / name)

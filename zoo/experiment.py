@@ -91,6 +91,22 @@ def resume_path(run_dir: Path) -> str | None:
     return str(last) if last.is_file() else None
 
 
+def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
+    """A checkpoint of this run, loaded without unpickling code (``weights_only=True``).
+
+    ``path`` usually comes from a checkpoint callback's state inside ``last.ckpt``, which
+    is data a file on disk decides: it must name a file inside ``run_dir``.
+    """
+    import torch
+
+    from zoo.errors import UnsafeDestinationError
+
+    resolved, root = Path(path).resolve(), Path(run_dir).resolve()
+    if root not in resolved.parents:
+        raise UnsafeDestinationError(f"refusing to load checkpoint {str(path)!r}: it lies outside the run directory {str(run_dir)!r}")
+    return torch.load(resolved, map_location="cpu", weights_only=True)
+
+
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
     output is not a terminal (background runs), to a progress bar otherwise."""

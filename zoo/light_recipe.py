@@ -19,12 +19,12 @@ from pathlib import Path
 from typing import Any
 
 import lightning as L
-import torch
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.experiment import (
     checkpointing,
     load_config,
+    load_run_checkpoint,
     make_logger,
     make_trainer,
     resume_path,
@@ -58,12 +58,12 @@ def make_model(config: DictConfig):
     return create_model(config.model.name, **options)
 
 
-def load_best(trainer: L.Trainer, model, callbacks: list) -> str | None:
+def load_best(trainer: L.Trainer, model, callbacks: list, run_dir: Path) -> str | None:
     """Load the best validation checkpoint's weights into ``model`` (on every rank)."""
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) == MONITOR and c.best_model_path),
                 None)
     if best:
-        state = torch.load(best, map_location="cpu", weights_only=False)
+        state = load_run_checkpoint(best, run_dir)
         model.on_load_checkpoint(state)
         model.load_state_dict(state["state_dict"])
     return best
@@ -86,7 +86,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
     start = time.perf_counter()
     trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir))
     train_seconds = time.perf_counter() - start
-    best = load_best(trainer, model, callbacks)
+    best = load_best(trainer, model, callbacks, run_dir)
 
     results: dict[str, Any] = {
         "model": config.model.name, "task": config.data.task, "features": config.data.features,

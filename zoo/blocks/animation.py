@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
@@ -162,16 +161,9 @@ def _grid(panels: list[Image.Image]) -> Image.Image:
 def _save_atomically(path: Path, save) -> None:
     """Write through a temporary file in the target directory, then rename: a reader never
     sees half a file and a failure leaves nothing behind."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            save(stream)
-        os.replace(temporary, path)
-    except BaseException:
-        if os.path.exists(temporary):
-            os.unlink(temporary)
-        raise
+    from zoo.files import atomic_write
+
+    atomic_write(path, save)
 
 
 def write_episode_animation(

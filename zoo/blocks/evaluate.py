@@ -60,6 +60,7 @@ def evaluate_policy(
             images=getattr(policy, "needs_images", True),
             demonstrations=getattr(policy, "needs_demonstrations", False),
             encode=encode,
+            featurize=getattr(policy, "instruction_features", None),
         )
         metric.update(results.final_error, results.min_error)
     return {key: float(value) for key, value in metric.compute().items()}

@@ -30,6 +30,9 @@ class BlocksObservation:
     positions: torch.Tensor | None = None
     moves_taken: torch.Tensor | None = None
     demos: DemoBatch | None = None
+    instruction_features: torch.Tensor | None = None
+    """A policy's own per-episode encoding of each instruction (see EpisodeRunner's
+    ``featurize``): computed once per episode instead of at every step."""
 
     def __len__(self) -> int:
         return len(self.instructions)
@@ -54,4 +57,5 @@ class BlocksObservation:
             previous_action=self.previous_action[rows],
             images=take(self.images), tokens=tokens, lengths=lengths,
             boards=boards, positions=take(self.positions), moves_taken=take(self.moves_taken), demos=demos,
+            instruction_features=take(self.instruction_features),
         )

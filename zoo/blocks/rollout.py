@@ -50,13 +50,18 @@ class EpisodeRunner:
         self.device = torch.device(device)
         self.env = BlocksEnv(horizon)
 
-    def start(self, examples: Sequence[Example], images: bool, demonstrations: bool, encode: Callable | None = None):
+    def start(self, examples: Sequence[Example], images: bool, demonstrations: bool, encode: Callable | None = None,
+              featurize: Callable | None = None):
+        """Reset to ``examples``. ``encode`` (instructions -> tokens, lengths) tokenises once;
+        ``featurize`` (tokens, lengths -> [B, D]) lets a policy summarise each instruction once
+        per episode (observations carry it as ``instruction_features``)."""
         transitions = [example.transition for example in examples]
         self.instructions = [example.instruction for example in examples]
         self.boards = BoardBatch.from_transitions(transitions, self.device)
         self.demos = self.demo_cache.batch(transitions, self.device) if (demonstrations or self._reward_needs_demos) else None
         self.env.reset(self.boards)
         self.tokens, self.lengths = encode(self.instructions) if encode else (None, None)
+        self.instruction_features = featurize(self.tokens, self.lengths) if featurize and encode else None
         self.reward = None
         if self.reward_config is not None:
             self.reward = ShapedReward(self.reward_config)
@@ -93,6 +98,7 @@ class EpisodeRunner:
             positions=self.env.positions,
             moves_taken=self.env.moves_taken,
             demos=self.demos,
+            instruction_features=self.instruction_features,
         )
 
     def step(self, actions: torch.Tensor) -> tuple[StepOutcome, torch.Tensor | None]:
@@ -105,13 +111,13 @@ class EpisodeRunner:
         return outcome, reward
 
     def record(self, examples: Sequence[Example], choose: Callable[[BlocksObservation], torch.Tensor],
-               encode: Callable | None = None) -> dict[str, torch.Tensor]:
+               encode: Callable | None = None, featurize: Callable | None = None) -> dict[str, torch.Tensor]:
         """Play with images, letting ``choose`` (observation of the running episodes -> their
         actions) decide, and log every decision: ``steps``, ``episodes``, ``actions``,
         ``previous`` (action before it), ``rewards``, ``done``, plus ``frames`` (uint8
         [T+1, B, 3, H, W]) and the instructions' ``tokens``/``lengths``. What learning from
         experience needs, for any way of choosing actions."""
-        self.start(examples, images=True, demonstrations=False, encode=encode)
+        self.start(examples, images=True, demonstrations=False, encode=encode, featurize=featurize)
         log = {key: [] for key in ("steps", "episodes", "actions", "previous", "rewards", "done")}
         step = 0
         while not self.env.all_done:
@@ -130,9 +136,10 @@ class EpisodeRunner:
         return record
 
     def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,
-             images: bool = False, demonstrations: bool = False, encode: Callable | None = None) -> EpisodeResults:
+             images: bool = False, demonstrations: bool = False, encode: Callable | None = None,
+             featurize: Callable | None = None) -> EpisodeResults:
         """Run ``act`` (observation -> actions [B]) until every episode has ended."""
-        self.start(examples, images, demonstrations, encode)
+        self.start(examples, images, demonstrations, encode, featurize)
         returns = torch.zeros(len(examples), dtype=torch.float64, device=self.device)
         while not self.env.all_done:
             _, reward = self.step(act(self.observe()))

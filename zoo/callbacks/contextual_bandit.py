@@ -15,9 +15,9 @@ from typing import Sequence
 import lightning as L
 import torch
 
+from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
-from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.models.block_objectives import rewards_to_go
 
@@ -68,7 +68,8 @@ class ContextualBanditLoop(L.Callback):
             sampled_blocks.append(blocks)
             return actions
 
-        rollout = self.runner.record(examples, sample, encode=policy.encode_instructions)
+        rollout = self.runner.record(examples, sample, encode=policy.encode_instructions,
+                                     featurize=getattr(policy, "instruction_features", None))
         rollout["blocks"] = torch.cat(sampled_blocks)
         rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])

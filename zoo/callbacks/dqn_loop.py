@@ -35,7 +35,13 @@ class ReplayMemory:
         self.cursor = 0
 
     def add(self, batch: dict[str, torch.Tensor]) -> None:
+        """Append transitions, overwriting the oldest. A batch larger than the memory keeps
+        only its last ``capacity`` rows (what a ring buffer would hold after adding them one
+        at a time), so no slot is written twice in one call."""
         count = len(batch["actions"])
+        if count > self.capacity:
+            batch = {key: value[count - self.capacity :] for key, value in batch.items()}
+            count = self.capacity
         if not self.store:
             self.store = {k: torch.zeros((self.capacity, *v.shape[1:]), dtype=v.dtype) for k, v in batch.items() if k != "tokens"}
             self.store["tokens"] = torch.zeros((self.capacity, 1), dtype=torch.long)
@@ -121,7 +127,8 @@ class DQNLoop(L.Callback):
             explore = torch.rand(len(greedy), generator=self.generator) < self.epsilon
             return torch.where(explore, torch.randint(0, NUM_ACTIONS, (len(greedy),), generator=self.generator), greedy)
 
-        record = self.runner.record(examples, epsilon_greedy, encode=policy.encode_instructions)
+        record = self.runner.record(examples, epsilon_greedy, encode=policy.encode_instructions,
+                                     featurize=getattr(policy, "instruction_features", None))
         steps, episodes = record["steps"], record["episodes"]
         transitions = {key: record[key] for key in ("actions", "previous", "rewards", "done")}
         transitions["stacks"] = raw_stacks(record["frames"], steps, episodes, self.runner.history)

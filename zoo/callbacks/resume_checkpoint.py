@@ -25,7 +25,10 @@ class ResumeCheckpoint(Checkpoint):
         self._last_saved_step = -1
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
-        if self.every_n_train_steps and trainer.global_step % self.every_n_train_steps == 0:
+        # Crossing a multiple, not landing on one: a batch may make several optimizer steps
+        # (the per-episode bandit updates), so global_step can jump past it.
+        every = self.every_n_train_steps
+        if every and trainer.global_step // every > max(self._last_saved_step, 0) // every:
             self.save(trainer)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:

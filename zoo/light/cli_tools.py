@@ -65,7 +65,10 @@ def run_sim(args) -> int:
     from zoo.light.environment import load_world
     from zoo.light.sim import SimConfig, generate_corpus, load_manifest, write_corpus
 
+    from zoo.files import check_replaceable
+
     try:
+        check_replaceable(args.out)  # before minutes of generation, not after
         config = SimConfig.preset(args.preset, seed=args.seed, world=args.world)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
@@ -159,7 +162,11 @@ def run_eval(args) -> int:
     from zoo.light.datamodule import LightDataModule
     from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir
 
+    from zoo.files import check_replaceable
+
     try:
+        if args.save:
+            check_replaceable(args.save)
         module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
                                  sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
         module.prepare_data()

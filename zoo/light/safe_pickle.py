@@ -19,7 +19,6 @@ import io
 import os
 import pickle
 import pickletools
-import tempfile
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -112,15 +111,7 @@ def dump_pickle(obj: Any, path: str | os.PathLike, protocol: int = 4) -> Path:
         loads_pickle(data, source=str(path))
     except UnsafePickleError as error:
         raise TypeError(f"refusing to write {path}: the data holds a non-plain object ({error})") from error
-    path.parent.mkdir(parents=True, exist_ok=True)
-    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(descriptor, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    from zoo.files import atomic_write
+
+    atomic_write(path, lambda handle: handle.write(data), sync=True)
     return path

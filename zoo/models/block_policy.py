@@ -17,11 +17,11 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
-from zoo.blocks.observation import BlocksObservation
 from zoo.blocks.history import stacks_from_frames
+from zoo.blocks.observation import BlocksObservation
 from zoo.blocks.vocab import Vocabulary
-from zoo.models import block_objectives as objectives
 from zoo.grounded import Grounded
+from zoo.models import block_objectives as objectives
 from zoo.registry import register_class
 
 INITIALISATIONS = ("glorot", "original")
@@ -209,31 +209,44 @@ class BlockPolicy(Grounded):
         return block, torch.where(none, NO_DIRECTION, direction)
 
     # ------------------------------------------------------------------ network
-    def features(self, images, tokens, lengths, previous_action) -> torch.Tensor:
-        """The 120-d ReLU layer both heads read."""
-        parts = [self.image(images), self.instruction(tokens, lengths)]
+    def instruction_features(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
+        """The instruction's LSTM summary [B, lstm_dim]: the same for every step of an
+        episode, so rollouts compute it once per episode (EpisodeRunner's ``featurize``)."""
+        return self.instruction(tokens.to(self.device), lengths)
+
+    def features(self, images, tokens, lengths, previous_action, text=None) -> torch.Tensor:
+        """The 120-d ReLU layer both heads read; ``text`` is a precomputed
+        :meth:`instruction_features` (then ``tokens``/``lengths`` are not read)."""
+        parts = [self.image(images), text if text is not None else self.instruction(tokens, lengths)]
         if self.hparams.use_previous_action:
             block, direction = self.split_previous_action(previous_action)
             parts += [self.previous_block(block), self.previous_direction(direction)]
         return torch.relu(self.hidden(torch.cat(parts, dim=-1)))
 
-    def forward(self, images, tokens, lengths, previous_action) -> tuple[torch.Tensor, torch.Tensor]:
+    def forward(self, images, tokens, lengths, previous_action, text=None) -> tuple[torch.Tensor, torch.Tensor]:
         """Log-probabilities of the block [B, 20] and of the direction [B, 5]."""
-        hidden = self.features(images, tokens, lengths, previous_action)
+        hidden = self.features(images, tokens, lengths, previous_action, text)
         return self.block_head(hidden).log_softmax(-1), self.direction_head(hidden).log_softmax(-1)
 
-    def q_values(self, images, tokens, lengths, previous_action) -> torch.Tensor:
+    def q_values(self, images, tokens, lengths, previous_action, text=None) -> torch.Tensor:
         """Q-value of each of the 81 actions [B, 81] (the DQN baseline's head)."""
-        return self.q_head(self.features(images, tokens, lengths, previous_action))
+        return self.q_head(self.features(images, tokens, lengths, previous_action, text))
 
     def observe(self, observation: BlocksObservation) -> tuple[torch.Tensor, torch.Tensor]:
         if observation.images is None:
             raise ValueError("BlockPolicy needs the image stack (observation.images)")
+        tokens, lengths, text = self._instruction_inputs(observation)
+        return self(observation.images.to(self.device), tokens, lengths, observation.previous_action.to(self.device), text)
+
+    def _instruction_inputs(self, observation: BlocksObservation):
+        """(tokens, lengths, precomputed features or None) of an observation's instructions."""
+        text = observation.instruction_features
+        if text is not None:
+            return None, None, text.to(self.device)
         tokens, lengths = observation.tokens, observation.lengths
         if tokens is None:
             tokens, lengths = self.encode_instructions(observation.instructions)
-        return self(observation.images.to(self.device), tokens.to(self.device), lengths,
-                    observation.previous_action.to(self.device))
+        return tokens.to(self.device), lengths, None
 
     @staticmethod
     def joint_log_probs(block_log_probs: torch.Tensor, direction_log_probs: torch.Tensor) -> torch.Tensor:
@@ -250,11 +263,9 @@ class BlockPolicy(Grounded):
         if self.hparams.head == "target":
             return self._planned_scores(observations)
         if self.hparams.head == "q":
-            tokens, lengths = observations.tokens, observations.lengths
-            if tokens is None:
-                tokens, lengths = self.encode_instructions(observations.instructions)
-            return self.q_values(observations.images.to(self.device), tokens.to(self.device), lengths,
-                                 observations.previous_action.to(self.device))
+            tokens, lengths, text = self._instruction_inputs(observations)
+            return self.q_values(observations.images.to(self.device), tokens, lengths,
+                                 observations.previous_action.to(self.device), text)
         return self.action_log_probs(observations).exp()
 
     # ------------------------------------------------------------------ training
@@ -326,11 +337,12 @@ class BlockPolicy(Grounded):
             rows = torch.arange(len(rollout["episodes"]))
         episodes = rollout["episodes"][rows]
         images = stacks_from_frames(rollout["frames"], rollout["steps"][rows], episodes, self.hparams.history)
-        tokens = rollout["tokens"][episodes]
-        lengths = rollout["lengths"][episodes.cpu()]
-        tokens = tokens[:, : int(lengths.max())]
-        block, direction = self(images.to(self.device), tokens.to(self.device), lengths,
-                                rollout["previous"][rows].to(self.device))
+        # One LSTM pass per episode, not per step: every step of an episode has its instruction.
+        unique, inverse = torch.unique(episodes, return_inverse=True)
+        lengths = rollout["lengths"][unique.cpu()]
+        tokens = rollout["tokens"][unique][:, : int(lengths.max())]
+        text = self.instruction_features(tokens, lengths)[inverse.to(self.device)]
+        block, direction = self(images.to(self.device), None, None, rollout["previous"][rows].to(self.device), text)
         actions = rollout["actions"][rows].to(self.device)
         blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
         targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
