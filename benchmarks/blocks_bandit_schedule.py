@@ -64,7 +64,7 @@ def main(argv=None) -> dict:
     torch.manual_seed(args.seed)
     if args.reset_direction_head:
         policy.reset_direction_head()
-    optimizer = torch.optim.Adam(policy.parameters(), lr=args.lr)
+    optimizer = policy.configure_optimizers()
     loop = ContextualBanditLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
                                 demo_cache=datamodule.demos)
     order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))

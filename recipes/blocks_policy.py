@@ -47,7 +47,8 @@ def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
         data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
         num_workers=data.num_workers, seed=config.seed, mode=mode,
         procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
-        episodes_per_batch=config.bandit.episodes_per_batch,
+        episodes_per_batch=config.bandit.episodes_per_batch, supervised_schedule=data.supervised_schedule,
+        replay_capacity=data.replay_capacity,
     )
     datamodule.prepare_data()
     datamodule.setup("fit")

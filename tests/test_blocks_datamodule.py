@@ -44,3 +44,38 @@ def test_episode_mode_yields_example_indices():
     datamodule.setup()
     batch = next(iter(datamodule.train_dataloader()))
     assert batch["episodes"].shape == (5,)
+
+
+def test_replay_schedule_draws_one_batch_per_episode_from_the_recent_steps():
+    from zoo.resumable import ReplayMemoryBatches
+
+    sizes = [3, 5, 2, 4]
+    batches = ReplayMemoryBatches(sizes, batch_size=4, capacity=6, seed=1)
+    drawn = list(batches)
+    assert len(drawn) == len(sizes)  # one update per demonstration episode
+    starts = [0, 3, 8, 10, 14]
+    memory: list[int] = []
+    for batch in drawn:
+        assert len(batch) == len(set(batch)) <= 4
+    # every batch holds steps of the episode just added or of the 6 steps before it
+    generator = torch.Generator().manual_seed(1 * 1_000_003)
+    for index, group in enumerate(torch.randperm(4, generator=generator).tolist()):
+        memory = (memory + list(range(starts[group], starts[group + 1])))[-6:]
+        assert set(drawn[index]) <= set(memory)
+    # a resumed epoch skips exactly the batches already trained on
+    batches.skip = 2
+    assert list(batches) == drawn[2:]
+
+
+def test_replay_schedule_loader_feeds_the_model_and_resumes():
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 12, "dev": 4, "test": 4},
+                                  batch_size=8, supervised_schedule="replay")
+    datamodule.setup()
+    loader = datamodule.train_dataloader()
+    assert len(loader) == len(datamodule.train_examples)
+    batches = list(loader)
+    assert batches[0]["images"].shape[1:] == (15, 120, 120) and len(batches[0]["action"]) <= 8
+    state = {"epoch": 0, "batches_consumed": 3}
+    resumed = datamodule.train_dataloader()
+    resumed.load_state_dict(state)
+    torch.testing.assert_close(next(iter(resumed))["action"], batches[3]["action"])

@@ -64,3 +64,68 @@ class ResumableLoader(DataLoader):
     def load_state_dict(self, state: dict) -> None:
         self.sampler.epoch = state["epoch"]
         self.sampler.skip = state["batches_consumed"] * self.batch_size
+
+
+class ReplayMemoryBatches:
+    """The original supervised trainer's batches (spec §6.4), as lists of dataset indices.
+
+    Episodes (groups of consecutive items) are visited in a fresh seeded order each epoch;
+    after each one joins a memory of the last ``capacity`` items, one batch of
+    ``batch_size`` items is drawn from that memory (uniformly, without replacement), so an
+    epoch has one batch per episode and recent episodes are seen more often. The draw for
+    batch ``k`` depends only on ``(seed, epoch, k)``, so a resumed epoch can skip ahead.
+    """
+
+    def __init__(self, group_sizes: list[int], batch_size: int = 32, capacity: int = 2000, seed: int = 0):
+        self.batch_size, self.capacity, self.seed = batch_size, capacity, seed
+        self.starts = torch.tensor([0, *group_sizes]).cumsum(0)
+        self.epoch, self.skip = 0, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        if epoch != self.epoch:
+            self.skip = 0
+        self.epoch = epoch
+
+    @property
+    def sampler(self) -> "ReplayMemoryBatches":
+        """Lightning calls ``batch_sampler.sampler.set_epoch`` before every epoch."""
+        return self
+
+    def __len__(self) -> int:
+        return len(self.starts) - 1
+
+    def __iter__(self) -> Iterator[list[int]]:
+        from collections import deque
+
+        generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
+        order = torch.randperm(len(self), generator=generator).tolist()
+        memory: deque[int] = deque(maxlen=self.capacity)
+        start, self.skip = self.skip, 0
+        for index, group in enumerate(order):
+            memory.extend(range(int(self.starts[group]), int(self.starts[group + 1])))
+            draw = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index)
+            picks = torch.randperm(len(memory), generator=draw)[: self.batch_size].tolist()
+            if index >= start:
+                yield [memory[i] for i in picks]
+
+
+class ResumableBatchLoader(DataLoader):
+    """A DataLoader over a resumable batch sampler (such as :class:`ReplayMemoryBatches`)
+    whose position within the epoch survives a checkpoint and restart."""
+
+    def __init__(self, dataset, batch_sampler: ReplayMemoryBatches, **kwargs):
+        super().__init__(dataset, batch_sampler=batch_sampler, **kwargs)
+        self._handed_out = 0
+
+    def __iter__(self):
+        self._handed_out = self.batch_sampler.skip
+        for batch in super().__iter__():
+            self._handed_out += 1
+            yield batch
+
+    def state_dict(self) -> dict:
+        return {"epoch": self.batch_sampler.epoch, "batches_consumed": self._handed_out}
+
+    def load_state_dict(self, state: dict) -> None:
+        self.batch_sampler.epoch = state["epoch"]
+        self.batch_sampler.skip = state["batches_consumed"]

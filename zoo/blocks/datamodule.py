@@ -20,7 +20,12 @@ from zoo.blocks.demos import Demonstration, DemonstrationCache
 from zoo.blocks.geometry import MAX_BLOCKS
 from zoo.blocks.records import BlocksSplit, Example
 from zoo.blocks.vocab import Vocabulary, build_vocabulary
-from zoo.resumable import ResumableLoader
+from zoo.resumable import ReplayMemoryBatches, ResumableBatchLoader, ResumableLoader
+
+SUPERVISED_SCHEDULES = ("epoch", "replay")
+"""``epoch``: every demonstration step once per epoch, shuffled, in batches of ``batch_size``;
+``replay``: the original trainer's (spec §6.4), one batch per demonstration episode drawn
+from a memory of the last ``replay_capacity`` steps."""
 
 
 @dataclass
@@ -115,7 +120,8 @@ class BlocksDataModule(L.LightningDataModule):
     ``source="auto"`` uses the real release when found (``data_dir``, ``$ZOO_DATA_DIR/blocks``,
     the cache, or a download with ``download=True``) and procedural boards otherwise;
     ``"real"`` insists on the release; ``"procedural"`` always generates boards
-    (``procedural_sizes`` sets the transitions per split).
+    (``procedural_sizes`` sets the transitions per split). ``supervised_schedule`` picks how
+    demonstration steps are batched (:data:`SUPERVISED_SCHEDULES`).
     """
 
     def __init__(
@@ -130,6 +136,8 @@ class BlocksDataModule(L.LightningDataModule):
         seed: int = 0,
         mode: str = "steps",
         episodes_per_batch: int = 32,
+        supervised_schedule: str = "epoch",
+        replay_capacity: int = 2000,
     ):
         super().__init__()
         if source not in ("auto", "real", "procedural"):
@@ -137,6 +145,8 @@ class BlocksDataModule(L.LightningDataModule):
         if mode not in ("steps", "episodes", "targets"):
             raise ValueError(f"mode must be 'steps' (supervised), 'episodes' (rollouts) or 'targets' "
                              f"(block and goal, for the oracle-planner baseline), got {mode!r}")
+        if supervised_schedule not in SUPERVISED_SCHEDULES:
+            raise ValueError(f"supervised_schedule must be one of {SUPERVISED_SCHEDULES}; got {supervised_schedule!r}")
         self.save_hyperparameters()
         self.demos = DemonstrationCache()
         self._splits: dict[str, BlocksSplit] = {}
@@ -185,13 +195,20 @@ class BlocksDataModule(L.LightningDataModule):
         return self._renderer
 
     def _steps_loader(self, examples: Sequence[Example], shuffle: bool) -> DataLoader:
+        collate = StepCollator(examples, self.demos, self.vocabulary, self.renderer, self.hparams.history)
+        if shuffle and self.hparams.supervised_schedule == "replay":
+            steps = DemonstrationSteps(examples, self.demos)
+            sizes = np.bincount(steps.items[:, 0], minlength=len(examples)).tolist()
+            batches = ReplayMemoryBatches(sizes, self.hparams.batch_size, self.hparams.replay_capacity, self.hparams.seed)
+            return ResumableBatchLoader(steps, batches, num_workers=self.hparams.num_workers, collate_fn=collate,
+                                        persistent_workers=self.hparams.num_workers > 0)
         return ResumableLoader(
             DemonstrationSteps(examples, self.demos),
             batch_size=self.hparams.batch_size,
             seed=self.hparams.seed,
             shuffle=shuffle,
             num_workers=self.hparams.num_workers,
-            collate_fn=StepCollator(examples, self.demos, self.vocabulary, self.renderer, self.hparams.history),
+            collate_fn=collate,
             persistent_workers=self.hparams.num_workers > 0,
         )
 

@@ -56,11 +56,12 @@ def evaluate_policy(
         batch = examples[start : start + batch_size]
         results = runner.play(
             batch,
-            greedy_actions(policy, active=lambda: ~runner.env.done),
+            greedy_actions(policy),
             images=getattr(policy, "needs_images", True),
             demonstrations=getattr(policy, "needs_demonstrations", False),
             encode=encode,
             featurize=getattr(policy, "instruction_features", None),
+            running_only=True,
         )
         metric.update(results.final_error, results.min_error)
     return {key: float(value) for key, value in metric.compute().items()}

@@ -609,34 +609,41 @@ class HistoryStack:
         self._sums.index_copy_(0, rows, sums)
         self._stale[rows] = False
 
-    def _rows(self) -> torch.Tensor:
-        """Ring rows of each episode's stack, oldest first, flattened ``[B * (K+1)]``."""
+    def _rows(self, episodes: torch.Tensor | None = None) -> torch.Tensor:
+        """Ring rows of each episode's stack (of ``episodes``, default all), oldest first,
+        flattened ``[E * (K+1)]``."""
+        if episodes is None:
+            episodes = torch.arange(self.batch_size, device=self._head.device)
         steps = torch.arange(1, self.slots + 1, device=self._head.device)
-        slots = (self._head.unsqueeze(1) + steps) % self.slots
-        first = torch.arange(self.batch_size, device=self._head.device).unsqueeze(1) * self.slots
-        return (first + slots).reshape(-1)
+        slots = (self._head[episodes].unsqueeze(1) + steps) % self.slots
+        return (episodes.unsqueeze(1) * self.slots + slots).reshape(-1)
 
-    def frames(self, out: torch.Tensor | None = None) -> torch.Tensor:
-        """The raw stack ``[B, 3(K+1), H, W]`` uint8, oldest first: the cheap form to move to
-        an accelerator and standardise there (``standardize(stack / 255)``). ``out`` may be
-        a reused uint8 tensor of that shape."""
-        shape = (self.batch_size, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
+    def frames(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
+        """The raw stack ``[E, 3(K+1), H, W]`` uint8 of ``episodes`` (default all), oldest
+        first: the cheap form to move to an accelerator and standardise there
+        (``standardize(stack / 255)``). ``out`` may be a reused uint8 tensor of that shape."""
+        count = self.batch_size if episodes is None else len(episodes)
+        shape = (count, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
         if out is None:
             out = torch.empty(shape, dtype=torch.uint8, device=self._ring.device)
-        rows = self._words(out.view(self.batch_size * self.slots, -1))
-        torch.index_select(self._words(self._ring), 0, self._rows(), out=rows)
+        rows = self._words(out.view(count * self.slots, -1))
+        torch.index_select(self._words(self._ring), 0, self._rows(episodes), out=rows)
         return out
 
-    def observation(self, out: torch.Tensor | None = None) -> torch.Tensor:
-        """What the agent sees: ``[B, 3(K+1), H, W]`` float32, oldest first, frames scaled to
-        [0, 1], then :func:`standardize`d over the whole stack. ``out`` may be a reused
-        float32 tensor of that shape (saves the page faults of a fresh 220 MB at B=256)."""
-        batch = self.batch_size
+    def observation(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
+        """What the agent sees: ``[E, 3(K+1), H, W]`` float32 for ``episodes`` (default
+        all; the running ones, say, so finished episodes cost nothing), oldest first,
+        frames scaled to [0, 1], then :func:`standardize`d over the whole stack. ``out`` may
+        be a reused float32 tensor of that shape (saves the page faults of a fresh 220 MB at B=256)."""
+        batch = self.batch_size if episodes is None else len(episodes)
         shape = (batch, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
-        raw = self.frames(out=self._buffer("stack", shape, torch.uint8))
+        raw = self.frames(out=self._buffer("stack", shape, torch.uint8), episodes=episodes)
         self._refresh_sums()
         count = raw[0].numel()
-        sums = self._sums.view(batch, self.slots, 2).sum(dim=1)
+        sums = self._sums.view(self.batch_size, self.slots, 2)
+        if episodes is not None:
+            sums = sums[episodes]
+        sums = sums.sum(dim=1)
         mean = sums[:, 0] / (255.0 * count)
         var = (sums[:, 1] / (255.0**2 * count) - mean.square()).clamp(min=0.0)
         scale = var.sqrt().clamp(min=1.0 / math.sqrt(count))

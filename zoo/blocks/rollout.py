@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, Sequence
 
 import torch
@@ -87,11 +87,21 @@ class EpisodeRunner:
     def _render(self) -> torch.Tensor:
         return self.renderer.render(self.env.positions, self.boards.n_blocks, self.boards.logo)
 
-    def observe(self) -> BlocksObservation:
+    def observe(self, episodes: torch.Tensor | None = None) -> BlocksObservation:
+        """What the policy sees, of ``episodes`` only when given (their image stacks are the
+        only ones built: the running episodes', say)."""
+        if episodes is not None:
+            images = self.stack.observation(episodes=episodes) if self.stack is not None else None
+            full = self.observe_without_images()
+            return replace(full.select(episodes), images=images)
+        observation = self.observe_without_images()
+        return replace(observation, images=self.stack.observation() if self.stack is not None else None)
+
+    def observe_without_images(self) -> BlocksObservation:
         return BlocksObservation(
             instructions=self.instructions,
             previous_action=self.env.previous_action,
-            images=self.stack.observation() if self.stack is not None else None,
+            images=None,
             tokens=self.tokens,
             lengths=self.lengths,
             boards=self.boards,
@@ -123,7 +133,7 @@ class EpisodeRunner:
         while not self.env.all_done:
             index = (~self.env.done).nonzero().squeeze(1)
             actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
-            actions[index] = choose(self.observe().select(index)).to(self.device)
+            actions[index] = choose(self.observe(index)).to(self.device)
             previous = self.env.previous_action.clone()
             outcome, reward = self.step(actions)
             for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
@@ -137,12 +147,21 @@ class EpisodeRunner:
 
     def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,
              images: bool = False, demonstrations: bool = False, encode: Callable | None = None,
-             featurize: Callable | None = None) -> EpisodeResults:
-        """Run ``act`` (observation -> actions [B]) until every episode has ended."""
+             featurize: Callable | None = None, running_only: bool = False) -> EpisodeResults:
+        """Run ``act`` (observation -> actions) until every episode has ended. With
+        ``running_only`` the observation holds the episodes still running and ``act`` returns
+        their actions (finished ones are sent STOP, which they ignore): no forward pass or
+        image stack is spent on an episode that has ended."""
         self.start(examples, images, demonstrations, encode, featurize)
         returns = torch.zeros(len(examples), dtype=torch.float64, device=self.device)
         while not self.env.all_done:
-            _, reward = self.step(act(self.observe()))
+            if running_only:
+                running = (~self.env.done).nonzero().squeeze(1)
+                actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
+                actions[running] = act(self.observe(running)).to(self.device)
+            else:
+                actions = act(self.observe())
+            _, reward = self.step(actions)
             if reward is not None:
                 returns += reward
         return EpisodeResults(

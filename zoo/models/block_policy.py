@@ -12,12 +12,14 @@ the network and how it scores the 81 actions.
 
 from __future__ import annotations
 
+import math
+
 import torch
+import torch.nn.functional as F
 from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
-from zoo.blocks.history import stacks_from_frames
 from zoo.blocks.observation import BlocksObservation
 from zoo.blocks.vocab import Vocabulary
 from zoo.grounded import Grounded
@@ -71,6 +73,42 @@ class ImageEncoder(nn.Module):
 
     def forward(self, images: torch.Tensor) -> torch.Tensor:
         return self.project(self.convolutions(images).flatten(1))
+
+    def from_frames(self, frames: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
+        """The same embedding, computed from an episode's frames instead of stacked histories.
+
+        ``frames`` [F, 3, H, W] are raw pixel values (0-255, uint8 or float), ``index``
+        [N, K+1] names the frame in each history slot of each context, oldest first, -1
+        for the all-zero frames before an episode's start. Equal to
+        ``forward(standardize(stack / 255))``, with less memory traffic: each frame is
+        converted to float and summed once (not once per stack it appears in), the stacks
+        are gathered straight into the convolution's input, and the per-image
+        standardisation, affine per context, is applied to the first convolution's output:
+        ``conv(x) = (conv'(x) - mean·conv'(1)) / scale + bias``, where ``conv'`` is the
+        convolution without bias and ``conv'(1)`` its response to an all-ones image with
+        zero padding. (Splitting the first convolution into one per history slot, so that
+        each frame is convolved once, does the same multiply-adds and measured slower.)
+        """
+        first: nn.Conv2d = self.convolutions[0]
+        slots, height, width = index.shape[1], frames.shape[-2], frames.shape[-1]
+        pixels = torch.cat([frames.to(first.weight.dtype), frames.new_zeros(1, *frames.shape[1:], dtype=first.weight.dtype)])
+        safe = torch.where(index >= 0, index, len(frames))  # the appended zero frame
+        stacks = pixels[safe.flatten()].view(len(index), slots * frames.shape[1], height, width)
+        # Standardisation statistics of each stack from per-frame sums (float64, as standardize()).
+        flat = pixels.flatten(1)
+        sums = flat.sum(1, dtype=torch.float64)
+        squares = torch.linalg.vector_norm(flat, dim=1).double().square()
+        count = stacks.shape[1] * height * width
+        mean = sums[safe].sum(1) / (255.0 * count)
+        variance = (squares[safe].sum(1) / (255.0**2 * count) - mean.square()).clamp(min=0)
+        scale = variance.sqrt().clamp(min=1.0 / math.sqrt(count))
+        raw = F.conv2d(stacks, first.weight, None, first.stride, first.padding)
+        ones = pixels.new_ones(1, 1, height, width)
+        response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
+        shape = (-1, 1, 1, 1)
+        mean, scale = mean.to(raw.dtype).view(shape), scale.to(raw.dtype).view(shape)
+        hidden = (raw / (255.0 * scale) - (mean / scale) * response_to_ones) + first.bias.view(1, -1, 1, 1)
+        return self.project(self.convolutions[1:](hidden).flatten(1))
 
 
 class InstructionEncoder(nn.Module):
@@ -215,9 +253,11 @@ class BlockPolicy(Grounded):
         return self.instruction(tokens.to(self.device), lengths)
 
     def features(self, images, tokens, lengths, previous_action, text=None) -> torch.Tensor:
-        """The 120-d ReLU layer both heads read; ``text`` is a precomputed
-        :meth:`instruction_features` (then ``tokens``/``lengths`` are not read)."""
-        parts = [self.image(images), text if text is not None else self.instruction(tokens, lengths)]
+        """The 120-d ReLU layer both heads read. ``text`` is a precomputed
+        :meth:`instruction_features` (then ``tokens``/``lengths`` are not read); ``images``
+        may be the stacked histories [N, 15, H, W] or their precomputed embedding [N, image_dim]."""
+        image = images if images.dim() == 2 else self.image(images)
+        parts = [image, text if text is not None else self.instruction(tokens, lengths)]
         if self.hparams.use_previous_action:
             block, direction = self.split_previous_action(previous_action)
             parts += [self.previous_block(block), self.previous_direction(direction)]
@@ -336,7 +376,7 @@ class BlockPolicy(Grounded):
         if rows is None:
             rows = torch.arange(len(rollout["episodes"]))
         episodes = rollout["episodes"][rows]
-        images = stacks_from_frames(rollout["frames"], rollout["steps"][rows], episodes, self.hparams.history)
+        images = self._embed_rollout_frames(rollout["frames"], rollout["steps"][rows], episodes)
         # One LSTM pass per episode, not per step: every step of an episode has its instruction.
         unique, inverse = torch.unique(episodes, return_inverse=True)
         lengths = rollout["lengths"][unique.cpu()]
@@ -348,6 +388,19 @@ class BlockPolicy(Grounded):
         targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
         return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
                                                blocks=blocks, form=self.hparams.loss_form)
+
+    def _embed_rollout_frames(self, frames: torch.Tensor, steps: torch.Tensor, episodes: torch.Tensor) -> torch.Tensor:
+        """Image embeddings [N, image_dim] of the contexts ``(steps[i], episodes[i])`` of a
+        rollout's uint8 ``frames`` [T+1, B, 3, H, W], through :meth:`ImageEncoder.from_frames`
+        over the frames of just these episodes."""
+        unique, inverse = torch.unique(episodes, return_inverse=True)
+        length = int(steps.max()) + 1  # frames 0..last step are the only ones seen
+        chosen = frames[:length, unique.to(frames.device)]  # [T, U, 3, H, W]
+        flat = chosen.reshape(-1, *chosen.shape[2:]).to(self.device)
+        slots = torch.arange(-self.hparams.history, 1, device=steps.device)
+        times = steps[:, None] + slots[None, :]  # [N, K+1]
+        index = torch.where(times >= 0, times * len(unique) + inverse[:, None], -1)
+        return self.image.from_frames(flat, index.to(self.device))
 
     def _temporal_difference(self, replay: dict) -> torch.Tensor:
         """Huber loss between Q(s, a) and the targets r + γ·max Q_target(s', ·) a DQNLoop computed."""
@@ -422,4 +475,6 @@ class BlockPolicy(Grounded):
         self.log("val/accuracy", accuracy, batch_size=size, prog_bar=True)
 
     def configure_optimizers(self):
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate)
+        # foreach: one kernel per operation over all parameters (the per-tensor loop costs
+        # more than the arithmetic when every episode is an update)
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate, foreach=True)
