@@ -11,5 +11,8 @@ code="runs/code/$commit"
 if [ ! -d "$code" ]; then mkdir -p "$code" && git archive HEAD | tar -x -C "$code"; fi
 mkdir -p runs/logs
 log="runs/logs/$name-$(date +%Y%m%d-%H%M%S).log"
-PYTHONPATH="$PWD/$code" nohup python "$code/$recipe" "$@" > "$log" 2>&1 &
+python="${PYTHON:-python}"
+[ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && python="$PWD/.venv/bin/python"  # the project's venv when there is one
+PYTHONPATH="$PWD/$code" ZOO_DATA_DIR="${ZOO_DATA_DIR:-$(cd .. && pwd)/shared/data}" WANDB_MODE="${WANDB_MODE:-offline}" \
+  nohup "$python" "$code/$recipe" "$@" > "$log" 2>&1 &
 echo "started $name (pid $!, code $commit), log $log"
