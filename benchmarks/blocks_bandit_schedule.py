@@ -44,6 +44,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--loss-form", choices=("original", "joint"), default="original")
     parser.add_argument("--clip", choices=("per_parameter", "global"), default="per_parameter")
     parser.add_argument("--reset-direction-head", type=int, default=1)
+    parser.add_argument("--feature-scale", type=float, default=1.0,
+                        help="multiply the 120-d features both heads read by this (the block head compensates, "
+                             "so its probabilities are unchanged): a test of how their scale sets the step size")
     parser.add_argument("--tuning", type=int, default=300)
     parser.add_argument("--eval-every", type=int, default=400)
     parser.add_argument("--seed", type=int, default=0)
@@ -61,6 +64,11 @@ def main(argv=None) -> dict:
     policy = BlockPolicy.from_pretrained(
         args.init_from, objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
         loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip)
+    if args.feature_scale != 1.0:  # ReLU is positively homogeneous: relu(c·z) = c·relu(z)
+        with torch.no_grad():
+            policy.hidden.weight.mul_(args.feature_scale)
+            policy.hidden.bias.mul_(args.feature_scale)
+            policy.block_head.weight.div_(args.feature_scale)
     torch.manual_seed(args.seed)
     if args.reset_direction_head:
         policy.reset_direction_head()
