@@ -1,12 +1,22 @@
-"""Training speed of the block policy on this machine: frames/s of supervised training
-(collation + forward + backward + Adam) and of contextual-bandit training (rollout with
-sampling, rendering and shaped reward, then the update), side by side in one run.
+"""Training and evaluation speed of the block policy on this machine, against the compute
+floor of the same network in plain PyTorch (``benchmarks/blocks_floor.py``), side by side
+in one run so both see the same machine load.
 
-    python benchmarks/blocks_train.py --json
+    python benchmarks/blocks_train.py --threads 1 --json
 
-A "frame" is one decision the policy learns from: one supervised demonstration step, or one
-step of a rollout. The last line is a JSON object with ``supervised_frames_per_s`` and
-``bandit_frames_per_s`` (medians over repeats).
+A "frame" is one decision: one supervised demonstration step, one step of a rollout, one
+greedy step of evaluation. Measured, each a median over ``--repeats`` interleaved repeats:
+
+* ``supervised_frames_per_s``: collation (rendering) + forward + backward + Adam;
+* ``bandit_frames_per_s``: the recipe's default bandit configuration
+  (``recipes/blocks_policy.yaml``: rollouts of ``bandit.episodes_per_batch`` episodes,
+  one update per ``bandit.episodes_per_update``), rollout with sampling, rendering and the
+  shaped reward, then the updates;
+* ``eval_steps_per_s``: greedy evaluation (``zoo eval blocks``'s loop);
+* the floor: ``forward_frames_per_s`` (no-grad forward at batch 256),
+  ``update_frames_per_s`` (forward + backward + Adam at batch 16) and
+  ``bandit_floor_frames_per_s`` = 1 / (1/forward + 1/update);
+* ``bandit_vs_floor`` and ``eval_vs_forward_floor``: the ratios the goals are stated in.
 """
 
 from __future__ import annotations
@@ -15,13 +25,23 @@ import argparse
 import itertools
 import json
 import statistics
+import sys
 import time
+from pathlib import Path
 
 import torch
+from omegaconf import OmegaConf
 
-from zoo.blocks.datamodule import BlocksDataModule
-from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-from zoo.models.block_policy import BlockPolicy
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from blocks_floor import measure as measure_floor  # noqa: E402
+
+from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
+from zoo.blocks.evaluate import evaluate_policy  # noqa: E402
+from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
+from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
+from zoo.models.block_policy import BlockPolicy  # noqa: E402
+
+RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "blocks_policy.yaml"
 
 
 def supervised_rate(policy, optimiser, datamodule, batches: int) -> float:
@@ -36,49 +56,90 @@ def supervised_rate(policy, optimiser, datamodule, batches: int) -> float:
     return frames / (time.perf_counter() - started)
 
 
-def bandit_rate(policy, optimiser, loop, examples, episodes: int, batches: int) -> float:
+def bandit_rate(policy, optimiser, loop, examples, rollouts: int, size: int) -> float:
     started, frames = time.perf_counter(), 0
-    for index in range(batches):
-        batch = examples[index * episodes : (index + 1) * episodes]
-        rollout = loop.collect(policy, batch)
-        loss = policy._from_rollout(rollout, "bandit")
-        optimiser.zero_grad()
-        loss.backward()
-        optimiser.step()
+    for index in range(rollouts):
+        rollout = loop.collect(policy, examples[index * size : (index + 1) * size])
+        policy.train()
+        policy.learn_from_rollout(rollout, optimiser)
         frames += len(rollout["actions"])
     return frames / (time.perf_counter() - started)
 
 
+def eval_rate(policy, examples, renderer) -> tuple[float, int]:
+    result = evaluate_policy(policy, examples, batch_size=256, runner=EpisodeRunner(renderer), progress=False)
+    return result["steps"] / result["seconds"], result["steps"]
+
+
+def bandit_start(recipe, words: list[str]) -> BlockPolicy:
+    """Where the bandit starts in the recipe: a supervised policy (the released one when
+    available, so episodes have realistic lengths) with its direction head re-initialised."""
+    options = dict(objective="bandit", learning_rate=recipe.bandit.learning_rate,
+                   episodes_per_update=recipe.bandit.episodes_per_update, loss_form=recipe.bandit.loss_form,
+                   gradient_clip_algorithm=recipe.bandit.gradient_clip_algorithm, init=recipe.model.init)
+    try:
+        policy = BlockPolicy.from_pretrained("blocks-supervised", **options)
+    except (OSError, KeyError, ValueError):
+        policy = BlockPolicy(words, **{**recipe.model, **options})
+    torch.manual_seed(0)
+    policy.reset_direction_head()
+    return policy
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--batches", type=int, default=10)
-    parser.add_argument("--episodes", type=int, default=32, help="episodes per bandit update")
+    parser.add_argument("--batches", type=int, default=10, help="supervised batches per repeat")
+    parser.add_argument("--rollouts", type=int, default=3, help="bandit rollouts per repeat")
+    parser.add_argument("--eval-episodes", type=int, default=256)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    datamodule = BlocksDataModule()
+    recipe = OmegaConf.load(RECIPE)
+    datamodule = BlocksDataModule(batch_size=recipe.data.batch_size, supervised_schedule=recipe.data.supervised_schedule)
     datamodule.setup()
-    policy = BlockPolicy(datamodule.vocabulary.words)
-    policy.log = lambda *a, **k: None  # outside a Trainer
-    optimiser = torch.optim.Adam(policy.parameters(), lr=2.5e-4)
+    words = datamodule.vocabulary.words
+    supervised = BlockPolicy(words, **recipe.model)
+    supervised.log = lambda *a, **k: None  # outside a Trainer
+    supervised_optimiser = supervised.configure_optimizers()
+    bandit = bandit_start(recipe, words)
+    bandit_optimiser = bandit.configure_optimizers()
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    size = recipe.bandit.episodes_per_batch
     examples = datamodule.train_examples
-    supervised, bandit = [], []
-    for _ in range(args.repeats):  # interleaved, so both see the same machine load
-        supervised.append(supervised_rate(policy, optimiser, datamodule, args.batches))
-        bandit.append(bandit_rate(policy, optimiser, loop, examples, args.episodes, max(1, args.batches // 5)))
+    evaluation = datamodule.dev_examples[: args.eval_episodes]
+    rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "eval", "forward", "update", "floor")}
+    for repeat in range(args.repeats):  # interleaved, so all see the same machine load
+        floor = measure_floor(args.threads, repeats=1)
+        rates["forward"].append(floor["forward_frames_per_s"])
+        rates["update"].append(floor["update_frames_per_s"])
+        rates["floor"].append(floor["bandit_floor_frames_per_s"])
+        rates["supervised"].append(supervised_rate(supervised, supervised_optimiser, datamodule, args.batches))
+        offset = repeat * args.rollouts * size
+        rates["bandit"].append(bandit_rate(bandit, bandit_optimiser, loop, examples[offset:], args.rollouts, size))
+        rate, steps = eval_rate(bandit, evaluation, datamodule.renderer)
+        rates["eval"].append(rate)
+    median = {k: statistics.median(v) for k, v in rates.items()}
     result = {
         "data": getattr(datamodule, "data_source", "procedural"),
         "threads": args.threads,
-        "supervised_frames_per_s": statistics.median(supervised),
-        "bandit_frames_per_s": statistics.median(bandit),
+        "bandit_config": {"episodes_per_batch": size, "episodes_per_update": recipe.bandit.episodes_per_update},
+        "supervised_frames_per_s": median["supervised"],
+        "bandit_frames_per_s": median["bandit"],
+        "eval_steps_per_s": median["eval"],
+        "eval_steps": steps,
+        "forward_frames_per_s": median["forward"],
+        "update_frames_per_s": median["update"],
+        "bandit_floor_frames_per_s": median["floor"],
+        "bandit_vs_floor": median["bandit"] / median["floor"],
+        "eval_vs_forward_floor": median["eval"] / median["forward"],
     }
+    result = {k: round(v, 3 if "_vs_" in k else 1) if isinstance(v, float) else v for k, v in result.items()}
     for key, value in result.items():
-        print(f"{key:26s} {value:,.1f}" if isinstance(value, float) else f"{key:26s} {value}")
+        print(f"{key:26s} {value}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
-        print(json.dumps({k: round(v, 1) if isinstance(v, float) else v for k, v in result.items()}))
+        print(json.dumps(result))
 
 
 if __name__ == "__main__":

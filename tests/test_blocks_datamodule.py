@@ -19,7 +19,7 @@ def test_training_stacks_equal_what_the_policy_sees_when_replaying_the_demonstra
     while not runner.env.all_done:
         observation = runner.observe()
         batch = collate([(0, step)])
-        torch.testing.assert_close(batch["images"], observation.images, atol=1e-4, rtol=1e-4)  # float32 rounding of two summation orders
+        torch.testing.assert_close(batch["images"], observation.images.standardized(), atol=1e-4, rtol=1e-4)  # float32 rounding of two summation orders
         assert batch["previous_action"].item() == observation.previous_action.item()
         action = policy.score(observation).argmax(-1)
         assert batch["action"].item() == action.item()
@@ -79,3 +79,29 @@ def test_replay_schedule_loader_feeds_the_model_and_resumes():
     resumed = datamodule.train_dataloader()
     resumed.load_state_dict(state)
     torch.testing.assert_close(next(iter(resumed))["action"], batches[3]["action"])
+
+
+def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_alike():
+    """Three routes to the image embedding (standardised stacks, RawStacks with the
+    standardisation folded into the first convolution, a rollout's frames) agree."""
+    from zoo.blocks.history import stacks_from_frames
+    from zoo.callbacks.contextual_bandit import ContextualBanditLoop
+    from zoo.models.block_policy import BlockPolicy
+
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 12, "dev": 4, "test": 4})
+    datamodule.setup()
+    torch.manual_seed(0)
+    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot")
+    loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    rollout = loop.collect(policy, datamodule.train_examples[:3])
+    stacks = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
+    with torch.no_grad():
+        reference = policy.image(stacks)
+        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
+        runner = EpisodeRunner(datamodule.renderer)
+        runner.start(datamodule.train_examples[:3], images=True, demonstrations=False)
+        raw = runner.observe().images
+        torch.testing.assert_close(raw.standardized(), stacks[rollout["steps"] == 0], atol=1e-4, rtol=1e-4)
+        folded = policy.image(raw)
+    torch.testing.assert_close(from_frames, reference, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(folded, reference[rollout["steps"] == 0], atol=1e-3, rtol=1e-4)

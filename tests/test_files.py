@@ -10,7 +10,12 @@ import pytest
 
 from zoo.cli import main
 from zoo.errors import UnsafeDestinationError
-from zoo.files import MARKER_NAME, atomic_write_text, check_replaceable, replace_directory
+from zoo.files import (
+    MARKER_NAME,
+    atomic_write_text,
+    check_replaceable,
+    replace_directory,
+)
 
 
 def test_light_sim_refuses_to_replace_a_users_directory(tmp_path, capsys):

@@ -9,7 +9,6 @@ from typing import NamedTuple
 import pytest
 
 from tests.conftest import LIGHT_DATA
-
 from zoo.cli import main
 from zoo.light.candidates import (
     EMOTES,

@@ -9,7 +9,6 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LIGHT_DATA
-
 from zoo.cli import main
 from zoo.light.candidates import EMOTES
 from zoo.light.environment import authored_world, load_world

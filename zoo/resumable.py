@@ -15,6 +15,7 @@ from typing import Iterator
 import torch
 from torch.utils.data import DataLoader, Sampler
 
+
 class EpochPermutationSampler(Sampler[int]):
     """Indices in a fresh seeded order each epoch (or in order), skipping a resumed prefix."""
 

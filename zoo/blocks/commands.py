@@ -17,8 +17,8 @@ def add_commands(commands, eval_domains) -> None:
                                "several learned policies form an ensemble (averaged action probabilities)")
     _add_data_arguments(evaluate)
     evaluate.add_argument("--seed", type=int, default=0, help="seed of stochastic policies (random)")
-    evaluate.add_argument("--batch-size", type=int, default=256)
-    evaluate.add_argument("--limit", type=int, default=None, help="evaluate only the first N examples")
+    evaluate.add_argument("--batch-size", type=positive_int, default=256)
+    evaluate.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     evaluate.set_defaults(handler=run_eval)
 
@@ -31,6 +31,17 @@ def add_commands(commands, eval_domains) -> None:
     render.add_argument("--seed", type=int, default=0)
     render.add_argument("--out", type=Path, required=True, help="output .gif or .png")
     render.set_defaults(handler=run_render)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -72,12 +83,14 @@ def run_eval(args) -> int:
     split, source = open_split(args.split, args.data_dir, args.download)
     policy = _load_policies(args.model, args.seed)
     examples = split.examples[: args.limit] if args.limit else split.examples
-    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=sys.stderr.isatty())
+    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True)
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
+    # With --json, stdout holds the JSON object alone; the human line goes to stderr.
     print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} / "
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
-          f"median {result['min_median']:.3f}; {summary['n']} episodes")
+          f"median {result['min_median']:.3f}; {summary['n']} episodes, {result['steps']} steps in "
+          f"{result['seconds']:.1f}s", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
     return 0

@@ -10,12 +10,48 @@ from zoo.blocks.board import BoardBatch
 from zoo.blocks.demos import DemoBatch
 
 
+@dataclass(frozen=True)
+class RawStacks:
+    """Image stacks before standardisation: ``pixels`` [B, 15, H, W] float32 in 0..255 and
+    each stack's ``mean`` and ``scale`` [B] (of the pixels / 255), so that the standardised
+    stack the agent sees is ``(pixels / 255 - mean) / scale``.
+
+    Kept apart because standardisation is affine per stack: a consumer whose first
+    operation is linear (the policy's first convolution) applies it to that operation's
+    far smaller output instead of to every pixel. :meth:`standardized` gives the usual
+    tensor. The pixels may live in a buffer the producer reuses at its next step, so
+    consume them at once (or :meth:`clone`).
+    """
+
+    pixels: torch.Tensor
+    mean: torch.Tensor
+    scale: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    def __getitem__(self, rows) -> "RawStacks":
+        return RawStacks(self.pixels[rows], self.mean[rows], self.scale[rows])
+
+    def to(self, device) -> "RawStacks":
+        return RawStacks(self.pixels.to(device), self.mean.to(device), self.scale.to(device))
+
+    def clone(self) -> "RawStacks":
+        return RawStacks(self.pixels.clone(), self.mean.clone(), self.scale.clone())
+
+    def standardized(self) -> torch.Tensor:
+        shape = (-1,) + (1,) * (self.pixels.dim() - 1)
+        gain = (1.0 / (255.0 * self.scale)).to(self.pixels.dtype).view(shape)
+        return self.pixels * gain - (self.mean / self.scale).to(self.pixels.dtype).view(shape)
+
+
 @dataclass
 class BlocksObservation:
     """The agent's inputs, plus privileged fields that only oracle baselines may read.
 
     Learned policies use ``instructions`` (or their pre-tokenised ``tokens``/``lengths``),
-    ``images`` (the standardised K=4 history stack, [B, 15, 120, 120]) and
+    ``images`` (the K=4 history stack, [B, 15, 120, 120]: a standardised tensor, or
+    :class:`RawStacks` that say how to standardise) and
     ``previous_action`` (-1 at the start of an episode). ``boards``, ``positions``,
     ``moves_taken`` and ``demos`` are the simulator's state, for baselines such as the
     demonstration replayer and for the oracle planner.
@@ -23,7 +59,7 @@ class BlocksObservation:
 
     instructions: list[str]
     previous_action: torch.Tensor
-    images: torch.Tensor | None = None
+    images: "torch.Tensor | RawStacks | None" = None
     tokens: torch.Tensor | None = None
     lengths: torch.Tensor | None = None
     boards: BoardBatch | None = None

@@ -630,6 +630,30 @@ class HistoryStack:
         torch.index_select(self._words(self._ring), 0, self._rows(episodes), out=rows)
         return out
 
+    def raw_observation(self, episodes: torch.Tensor | None = None):
+        """The stacks of ``episodes`` (default all) as :class:`~zoo.blocks.observation.RawStacks`:
+        float pixels in a buffer reused at the next call, plus each stack's mean and scale
+        from the cached per-frame sums. Standardising them is left to the consumer."""
+        from zoo.blocks.observation import RawStacks
+
+        batch = self.batch_size if episodes is None else len(episodes)
+        shape = (batch, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
+        raw = self.frames(out=self._buffer("stack", shape, torch.uint8), episodes=episodes)
+        mean, scale = self._statistics(episodes, raw[0].numel())
+        pixels = self._buffer("pixels", shape, torch.float32).copy_(raw)
+        return RawStacks(pixels, mean.to(torch.float32), scale.to(torch.float32))
+
+    def _statistics(self, episodes: torch.Tensor | None, count: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean and scale (float64) of each stack's pixels / 255, from the per-frame sums."""
+        self._refresh_sums()
+        sums = self._sums.view(self.batch_size, self.slots, 2)
+        if episodes is not None:
+            sums = sums[episodes]
+        sums = sums.sum(dim=1)
+        mean = sums[:, 0] / (255.0 * count)
+        var = (sums[:, 1] / (255.0**2 * count) - mean.square()).clamp(min=0.0)
+        return mean, var.sqrt().clamp(min=1.0 / math.sqrt(count))
+
     def observation(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
         """What the agent sees: ``[E, 3(K+1), H, W]`` float32 for ``episodes`` (default
         all; the running ones, say, so finished episodes cost nothing), oldest first,
@@ -638,15 +662,7 @@ class HistoryStack:
         batch = self.batch_size if episodes is None else len(episodes)
         shape = (batch, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
         raw = self.frames(out=self._buffer("stack", shape, torch.uint8), episodes=episodes)
-        self._refresh_sums()
-        count = raw[0].numel()
-        sums = self._sums.view(self.batch_size, self.slots, 2)
-        if episodes is not None:
-            sums = sums[episodes]
-        sums = sums.sum(dim=1)
-        mean = sums[:, 0] / (255.0 * count)
-        var = (sums[:, 1] / (255.0**2 * count) - mean.square()).clamp(min=0.0)
-        scale = var.sqrt().clamp(min=1.0 / math.sqrt(count))
+        mean, scale = self._statistics(episodes, raw[0].numel())
         gain = (1.0 / (255.0 * scale)).to(torch.float32).view(batch, 1, 1, 1)
         bias = (-mean / scale).to(torch.float32).view(batch, 1, 1, 1)
         if out is None:

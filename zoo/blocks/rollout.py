@@ -60,6 +60,7 @@ class EpisodeRunner:
         self.boards = BoardBatch.from_transitions(transitions, self.device)
         self.demos = self.demo_cache.batch(transitions, self.device) if (demonstrations or self._reward_needs_demos) else None
         self.env.reset(self.boards)
+        self.decisions = 0  # actions taken by running episodes (the work a policy did)
         self.tokens, self.lengths = encode(self.instructions) if encode else (None, None)
         self.instruction_features = featurize(self.tokens, self.lengths) if featurize and encode else None
         self.reward = None
@@ -89,13 +90,13 @@ class EpisodeRunner:
 
     def observe(self, episodes: torch.Tensor | None = None) -> BlocksObservation:
         """What the policy sees, of ``episodes`` only when given (their image stacks are the
-        only ones built: the running episodes', say)."""
-        if episodes is not None:
-            images = self.stack.observation(episodes=episodes) if self.stack is not None else None
-            full = self.observe_without_images()
-            return replace(full.select(episodes), images=images)
+        only ones built: the running episodes', say). Images come as
+        :class:`~zoo.blocks.observation.RawStacks` in a buffer reused at the next step."""
+        images = self.stack.raw_observation(episodes) if self.stack is not None else None
         observation = self.observe_without_images()
-        return replace(observation, images=self.stack.observation() if self.stack is not None else None)
+        if episodes is not None:
+            observation = observation.select(episodes)
+        return replace(observation, images=images)
 
     def observe_without_images(self) -> BlocksObservation:
         return BlocksObservation(
@@ -113,6 +114,7 @@ class EpisodeRunner:
 
     def step(self, actions: torch.Tensor) -> tuple[StepOutcome, torch.Tensor | None]:
         outcome = self.env.step(actions)
+        self.decisions += int(outcome.acted.sum())
         reward = self.reward(outcome, actions) if self.reward is not None else None
         if self.stack is not None:
             frame = self._render()

@@ -62,10 +62,9 @@ def add_sim_command(commands) -> None:
 
 
 def run_sim(args) -> int:
+    from zoo.files import check_replaceable
     from zoo.light.environment import load_world
     from zoo.light.sim import SimConfig, generate_corpus, load_manifest, write_corpus
-
-    from zoo.files import check_replaceable
 
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
@@ -159,10 +158,9 @@ def load_ranker(name: str, seed: int = 0):
 def run_eval(args) -> int:
     import lightning as L
 
+    from zoo.files import check_replaceable
     from zoo.light.datamodule import LightDataModule
     from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir
-
-    from zoo.files import check_replaceable
 
     try:
         if args.save:

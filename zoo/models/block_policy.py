@@ -20,7 +20,7 @@ from torch import nn
 from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
-from zoo.blocks.observation import BlocksObservation
+from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
 from zoo.grounded import Grounded
 from zoo.models import block_objectives as objectives
@@ -71,8 +71,29 @@ class ImageEncoder(nn.Module):
             features = self.convolutions(torch.zeros(1, in_channels, image_size, image_size)).numel()
         self.project = nn.Linear(features, out_dim)
 
-    def forward(self, images: torch.Tensor) -> torch.Tensor:
+    def forward(self, images) -> torch.Tensor:
+        """Embeddings [B, out_dim] of standardised stacks [B, 15, H, W], or of
+        :class:`~zoo.blocks.observation.RawStacks` (standardised inside, see :meth:`_folded`)."""
+        if isinstance(images, RawStacks):
+            return self._folded(images.pixels, images.mean, images.scale)
         return self.project(self.convolutions(images).flatten(1))
+
+    def _folded(self, pixels: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor) -> torch.Tensor:
+        """The embedding of ``standardize(pixels / 255)`` computed without standardising the
+        pixels: per-image standardisation is affine per stack, so it moves past the first
+        (linear) convolution, ``conv(x) = (conv'(pixels) / 255 - mean·conv'(1)) / scale + bias``,
+        where ``conv'`` is the convolution without bias and ``conv'(1)`` its response to an
+        all-ones image with zero padding: 30x30 outputs per channel instead of 15x120x120 inputs."""
+        first: nn.Conv2d = self.convolutions[0]
+        raw = F.conv2d(pixels, first.weight, None, first.stride, first.padding)
+        ones = pixels.new_ones(1, 1, *pixels.shape[-2:])
+        response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
+        shape = (-1, 1, 1, 1)
+        mean, scale = mean.to(raw.dtype).view(shape), scale.to(raw.dtype).view(shape)
+        # In place on the convolution's output (its backward does not need it): no new
+        # [B, 32, 30, 30] buffers, which cost more in page faults than the arithmetic.
+        hidden = raw.mul_(1.0 / (255.0 * scale)).addcmul_(-mean / scale, response_to_ones).add_(first.bias.view(1, -1, 1, 1))
+        return self.project(self.convolutions[1:](hidden).flatten(1))
 
     def from_frames(self, frames: torch.Tensor, index: torch.Tensor) -> torch.Tensor:
         """The same embedding, computed from an episode's frames instead of stacked histories.
@@ -89,9 +110,9 @@ class ImageEncoder(nn.Module):
         zero padding. (Splitting the first convolution into one per history slot, so that
         each frame is convolved once, does the same multiply-adds and measured slower.)
         """
-        first: nn.Conv2d = self.convolutions[0]
+        dtype = self.convolutions[0].weight.dtype
         slots, height, width = index.shape[1], frames.shape[-2], frames.shape[-1]
-        pixels = torch.cat([frames.to(first.weight.dtype), frames.new_zeros(1, *frames.shape[1:], dtype=first.weight.dtype)])
+        pixels = torch.cat([frames.to(dtype), frames.new_zeros(1, *frames.shape[1:], dtype=dtype)])
         safe = torch.where(index >= 0, index, len(frames))  # the appended zero frame
         stacks = pixels[safe.flatten()].view(len(index), slots * frames.shape[1], height, width)
         # Standardisation statistics of each stack from per-frame sums (float64, as standardize()).
@@ -101,14 +122,7 @@ class ImageEncoder(nn.Module):
         count = stacks.shape[1] * height * width
         mean = sums[safe].sum(1) / (255.0 * count)
         variance = (squares[safe].sum(1) / (255.0**2 * count) - mean.square()).clamp(min=0)
-        scale = variance.sqrt().clamp(min=1.0 / math.sqrt(count))
-        raw = F.conv2d(stacks, first.weight, None, first.stride, first.padding)
-        ones = pixels.new_ones(1, 1, height, width)
-        response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
-        shape = (-1, 1, 1, 1)
-        mean, scale = mean.to(raw.dtype).view(shape), scale.to(raw.dtype).view(shape)
-        hidden = (raw / (255.0 * scale) - (mean / scale) * response_to_ones) + first.bias.view(1, -1, 1, 1)
-        return self.project(self.convolutions[1:](hidden).flatten(1))
+        return self._folded(stacks, mean, variance.sqrt().clamp(min=1.0 / math.sqrt(count)))
 
 
 class InstructionEncoder(nn.Module):
@@ -256,7 +270,7 @@ class BlockPolicy(Grounded):
         """The 120-d ReLU layer both heads read. ``text`` is a precomputed
         :meth:`instruction_features` (then ``tokens``/``lengths`` are not read); ``images``
         may be the stacked histories [N, 15, H, W] or their precomputed embedding [N, image_dim]."""
-        image = images if images.dim() == 2 else self.image(images)
+        image = images if isinstance(images, torch.Tensor) and images.dim() == 2 else self.image(images)
         parts = [image, text if text is not None else self.instruction(tokens, lengths)]
         if self.hparams.use_previous_action:
             block, direction = self.split_previous_action(previous_action)
