@@ -13,6 +13,7 @@ from zoo.models import (
     BlockPolicy,
     CrossRanker,
     DemonstrationPolicy,
+    GenerativeTransformer,
     RandomPolicy,
     StopPolicy,
 )
@@ -26,6 +27,7 @@ __all__ = [
     "BlocksDataModule",
     "CrossRanker",
     "DemonstrationPolicy",
+    "GenerativeTransformer",
     "Grounded",
     "RandomPolicy",
     "StopPolicy",

@@ -141,6 +141,8 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
     evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
+    evaluate.add_argument("--generations", type=int, default=100,
+                          help="generative models: examples decoded for unigram F1 (perplexity uses all)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     evaluate.set_defaults(handler=run_eval)
 
@@ -179,13 +181,63 @@ def run_eval(args) -> int:
         if args.save:
             model.save_pretrained(args.save)
         result = evaluate_ranker(model, module.dataset(args.split), args.task)
+        if hasattr(model, "generate") and hasattr(model, "gold_nll"):
+            from zoo.light.evaluate import evaluate_generation
+
+            result.update(evaluate_generation(model, module.dataset(args.split), args.generations))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
     metric = "r_at_1" if args.task == "dialogue" else "accuracy"
     summary = {"model": args.model, "task": args.task, "split": args.split, "features": args.features,
                "data": module.label, **result, **extra}
+    generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
     print(f"{module.label} {args.split}, {args.task} ({args.features}), {args.model}: {metric} "
-          f"{result[metric]:.4f} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, n {result['n']}")
+          f"{result[metric]:.4f} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, n {result['n']}{generative}",
+          file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
+    return 0
+
+
+# ------------------------------------------------------------------------------------ generate
+def add_generate_command(commands) -> None:
+    generate = commands.add_parser(
+        "generate", help="print a context, its gold and a generative model's beam output",
+        description="Decode the next line of one example with a generative model (light-generative or a "
+        "save_pretrained directory of one): prints the context, the gold label and the beam-search output.")
+    generate.add_argument("--model", default="light-generative", help="released name or save_pretrained directory")
+    generate.add_argument("--task", choices=("dialogue", "action", "emote"), default="dialogue")
+    generate.add_argument("--split", choices=SPLITS, default="valid")
+    generate.add_argument("--index", type=int, default=0, help="example index within the split")
+    generate.add_argument("--features", choices=sorted(FEATURE_SETS), default="parlai_default")
+    generate.add_argument("--beam-size", type=int, default=None, help="default: the model's (5)")
+    _source_arguments(generate)
+    generate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    generate.set_defaults(handler=run_generate)
+
+
+def run_generate(args) -> int:
+    from zoo.light.datamodule import LightDataModule
+
+    try:
+        module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
+                                 sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download)
+        module.prepare_data()
+        dataset = module.dataset(args.split)
+        if not 0 <= args.index < len(dataset):
+            raise ValueError(f"--index must be in 0..{len(dataset) - 1} for {args.split}")
+        model = load_ranker(args.model)
+        if not hasattr(model, "generate"):
+            raise ValueError(f"{args.model} is a {type(model).__name__}, which ranks but does not generate")
+        item = dataset[args.index]
+        output = model.generate([item.context], beam_size=args.beam_size)[0]
+    except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
+        return _fail("light generate", error)
+    gold = item.candidates[item.label]
+    human = sys.stderr if args.json else sys.stdout
+    print(f"{module.label} {args.split} example {args.index} ({args.task})\n--- context\n{item.context}\n"
+          f"--- gold\n{gold}\n--- {args.model}\n{output}", file=human)
+    if args.json:
+        print(json.dumps({"data": module.label, "split": args.split, "index": args.index, "task": args.task,
+                          "context": item.context, "gold": gold, "generated": output}))
     return 0

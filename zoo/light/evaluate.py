@@ -48,6 +48,31 @@ def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: in
     }
 
 
+@torch.no_grad()
+def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 100, batch_size: int = 16) -> dict[str, Any]:
+    """What a generative model adds to ranking: ``ppl`` (token perplexity of the golds, as
+    ParlAI: one exponential of the corpus-level mean NLL), ``word_ppl`` (the same NLL per
+    gold word plus its end, comparable across vocabularies) over every example, and unigram
+    ``f1`` of the beam-search output on the first ``generations`` examples."""
+    from zoo.light.generation_metrics import Perplexity, UnigramF1
+
+    ppl, word_ppl, f1 = Perplexity(), Perplexity(), UnigramF1()
+    model.eval()
+    for start in range(0, len(dataset), batch_size):
+        items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
+        batch = model.transfer_batch_to_device(model.collate(items), model.device, 0)
+        nll, tokens = model.gold_nll(batch)
+        ppl.update(nll.sum(), tokens.sum())
+        word_ppl.update(nll.sum(), batch["target_words"].sum())
+        budget = generations - int(f1.total)
+        if budget > 0:
+            f1.update(model.generate(batch["contexts"][:budget]), batch["golds"][:budget])
+    result = {"ppl": round(float(ppl.compute()), 4), "word_ppl": round(float(word_ppl.compute()), 4)}
+    if f1.total:
+        result.update(f1=round(float(f1.compute()), 6), f1_n=int(f1.total))
+    return result
+
+
 def ir_training_texts(examples: Sequence[LightExample]) -> Iterable[str]:
     """What IR's TF-IDF weights are fitted on: every training example's text and label."""
     for example in examples:

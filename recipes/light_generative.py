@@ -1,0 +1,17 @@
+"""Train the generative transformer on LIGHT (Urbanek et al. 2019, §4, Table 6).
+
+    python recipes/light_generative.py                                 # from scratch, dialogue, LIGHT-sim
+    python recipes/light_generative.py model.options.start=minilm model.options.learning_rate=1e-4
+    python recipes/light_generative.py data.task=emote                 # emotes by likelihood over the 22
+    python recipes/light_generative.py data.features=dialogue_persona  # a Table 6 ablation row
+    python recipes/light_generative.py trainer.devices=8 trainer.strategy=ddp
+
+See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+"""
+
+import sys
+
+from zoo.light_recipe import recipe_configs, run
+
+if __name__ == "__main__":
+    run(sys.argv[1:], recipe_configs(__file__))
