@@ -58,12 +58,21 @@ def canonical(graph: GameGraph, command: Command) -> str:
 
 
 # ---------------------------------------------------------------------------------- parsing
+MAX_COMMAND_CHARACTERS = 300
+"""Longer commands are refused: the longest LIGHT object names are a few dozen characters,
+and trying every split at a preposition costs a lookup per split, so unbounded input would
+make parsing quadratic."""
+
+
 def parse(graph: GameGraph, text: str) -> Command | str:
     """A :class:`Command`, or a reason string when the text names no known verb or thing.
 
     Names may contain spaces and even the prepositions (``bread in a basket``), so every
-    split at a preposition is tried and the one naming two known things wins.
+    split at a preposition is tried and the one naming two known things wins. Text over
+    :data:`MAX_COMMAND_CHARACTERS` is refused before any of that.
     """
+    if len(text) > MAX_COMMAND_CHARACTERS:
+        return f"that command is too long ({len(text)} characters; at most {MAX_COMMAND_CHARACTERS})"
     words = text.strip().split()
     if not words:
         return "say what you want to do"

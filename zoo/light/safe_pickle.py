@@ -90,14 +90,18 @@ def _load(handle: BinaryIO, source: str, data: bytes | None) -> Any:
 
 
 def _refuse_extension_codes(data: bytes, source: str) -> None:
+    """Refuse extension-code opcodes, and fail closed: a stream this scan cannot read to
+    the end is refused too, since the C unpickler may still read it (a protocol-0 string
+    pickletools cannot decode, say) and then resolve a registered global."""
     try:
         for opcode, argument, _ in pickletools.genops(data):
             if opcode.name in _EXTENSION_OPCODES:
                 raise UnsafePickleError(f"{source}: refusing extension code {argument} (a registered global)")
     except UnsafePickleError:
         raise
-    except Exception:  # noqa: BLE001 - a damaged stream: the unpickler reports it precisely
-        return
+    except Exception as error:  # noqa: BLE001 - any scan failure is a refusal
+        raise UnsafePickleError(f"{source}: cannot verify the pickle stream ({type(error).__name__}: {error}); "
+                                "refusing it while extension codes are registered in this process") from None
 
 
 def dump_pickle(obj: Any, path: str | os.PathLike, protocol: int = 4) -> Path:
