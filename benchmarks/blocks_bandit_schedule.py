@@ -33,7 +33,8 @@ from zoo.models.block_policy import BlockPolicy
 
 def parse(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--init-from", default="blocks-supervised", help="released name or save_pretrained directory")
+    parser.add_argument("--init-from", default="blocks-supervised",
+                        help="released name, save_pretrained directory, or a supervised run's .ckpt")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--rollout", type=int, default=16, help="episodes sampled at once (one policy)")
     parser.add_argument("--episodes-per-update", type=int, default=1)
@@ -61,9 +62,12 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     datamodule = BlocksDataModule(source="real")
     datamodule.setup()
-    policy = BlockPolicy.from_pretrained(
-        args.init_from, objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
-        loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip)
+    options = dict(objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
+                   loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip)
+    if str(args.init_from).endswith(".ckpt"):  # a supervised run's epoch checkpoint
+        policy = BlockPolicy.load_from_checkpoint(args.init_from, map_location="cpu", weights_only=True, **options)
+    else:
+        policy = BlockPolicy.from_pretrained(args.init_from, **options)
     if args.feature_scale != 1.0:  # ReLU is positively homogeneous: relu(c·z) = c·relu(z)
         with torch.no_grad():
             policy.hidden.weight.mul_(args.feature_scale)

@@ -86,6 +86,7 @@ def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, r
     if trainer.is_global_zero:
         policy.save_pretrained(run_dir / "pretrained")
         log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
+    trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
     return policy
 
 

@@ -1,7 +1,10 @@
-"""Run the bi-ranker recipe under DDP and record a digest of each rank's final weights.
+"""Run a recipe under DDP and record a digest of each rank's final weights.
+
+    python tests/ddp_check.py light|blocks key=value ...
 
 Lightning's DDP launcher starts the other ranks by running this same script again, so it must
-be a script; ``tests/test_light_bi_cross.py`` runs it and compares the digests.
+be a script; ``tests/test_light_bi_cross.py`` and ``tests/test_blocks_training.py`` run it
+and compare the digests.
 """
 
 import hashlib
@@ -29,4 +32,15 @@ class WeightsDigest(L.Callback):
 
 
 if __name__ == "__main__":
-    run(sys.argv[1:], recipe_configs(REPO / "recipes" / "light_bi.py"), extra_callbacks=[WeightsDigest()])
+    kind, overrides = sys.argv[1], sys.argv[2:]
+    if kind == "light":
+        run(overrides, recipe_configs(REPO / "recipes" / "light_bi.py"), extra_callbacks=[WeightsDigest()])
+    elif kind == "blocks":
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("blocks_policy_recipe", REPO / "recipes" / "blocks_policy.py")
+        recipe = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(recipe)
+        recipe.main(overrides, extra_callbacks=[WeightsDigest()])
+    else:
+        raise SystemExit(f"first argument: light or blocks, not {kind!r}")

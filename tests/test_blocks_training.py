@@ -114,3 +114,59 @@ def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations
     planned = evaluate_policy(policy, split.examples, progress=False)
     oracle = evaluate_policy(DemonstrationPolicy(), split.examples, progress=False)
     assert planned["mean"] == pytest.approx(oracle["mean"])
+
+
+def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
+    """Two gloo processes: supervised warm-up then per-episode bandit updates on disjoint
+    episodes; every step's gradients are averaged, so both ranks end with the same weights."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    repo = Path(__file__).resolve().parent.parent
+    run_dir = tmp_path / "ddp"
+    overrides = [*TINY, "method=bandit", "trainer.max_epochs=1", f"run_dir={run_dir}", "trainer.devices=2",
+                 "trainer.strategy=ddp", "trainer.accelerator=cpu", "threads=1",
+                 "data.procedural_sizes={train: 8, dev: 2, test: 2}"]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(repo / "tests")])}
+    completed = subprocess.run([sys.executable, str(repo / "tests" / "ddp_check.py"), "blocks", *overrides],
+                               env=env, cwd=tmp_path, timeout=600, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-3000:]
+    ranks = [json.loads((run_dir / f"rank{r}.json").read_text()) for r in range(2)]
+    assert ranks[0]["weights"] == ranks[1]["weights"]
+    assert (run_dir / "pretrained" / "model.safetensors").is_file()
+
+
+def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):
+    """Six batches an epoch and a checkpoint after every step: the crash in the fifth batch
+    resumes from the fourth, mid-epoch, with the replay memory and the target network."""
+    mid_epoch = [*TINY, "method=dqn", "data.procedural_sizes={train: 12, dev: 2, test: 2}",
+                 "checkpoint.every_n_train_steps=1", "dqn.replay_size=24"]
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    recipe().main([*mid_epoch, f"run_dir={straight}"])
+    with pytest.raises(SystemExit):
+        recipe().main([*mid_epoch, f"run_dir={interrupted}"], extra_callbacks=[Crash(at_batch=5)])
+    saved = torch.load(interrupted / "checkpoints" / "last.ckpt", weights_only=True)
+    assert saved["epoch"] == 0 and saved["global_step"] == 4  # 4 of the first epoch's 6 batches
+    recipe().main([*mid_epoch, f"run_dir={interrupted}"])
+    first, second = weights(straight), weights(interrupted)
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
+
+
+def test_replay_memory_keeps_the_newest_rows_of_an_oversized_batch():
+    from zoo.callbacks.dqn_loop import ReplayMemory
+
+    def rows(start, count):
+        values = torch.arange(start, start + count)
+        return {"actions": values, "tokens": values[:, None], "rewards": values.double(), "stacks": values[:, None, None]}
+
+    memory = ReplayMemory(capacity=4)
+    memory.add(rows(0, 3))
+    memory.add(rows(100, 10))  # more than the memory holds: only 106..109 survive
+    assert memory.size == 4
+    assert sorted(memory.store["actions"].tolist()) == [106, 107, 108, 109]
+    assert torch.equal(memory.store["actions"], memory.store["tokens"][:, 0])  # fields stay aligned
+    memory.add(rows(200, 1))  # the oldest of them goes next
+    assert sorted(memory.store["actions"].tolist()) == [107, 108, 109, 200]

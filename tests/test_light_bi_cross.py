@@ -192,7 +192,7 @@ def test_two_process_ddp_agrees_with_one_process(corpus, backbone, tmp_path):
     test R@1 reduced over the ranks equals one process evaluating the whole split."""
     run_dir = tmp_path / "ddp"
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
-    command = [sys.executable, str(REPO / "tests" / "ddp_check.py"),
+    command = [sys.executable, str(REPO / "tests" / "ddp_check.py"), "light",
                *tiny_overrides(corpus, backbone, run_dir, **{"trainer.devices": "2", "trainer.strategy": "ddp",
                                                              "data.limit": "{train: 48, valid: 24, test: 23, test_unseen: 24}"})]
     subprocess.run(command, check=True, env=env, cwd=tmp_path, timeout=600, capture_output=True)

@@ -41,9 +41,14 @@ def start_run(config: DictConfig) -> Path:
     if config.get("threads"):
         torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True)
+    from lightning.pytorch.utilities import rank_zero_only
+
     run_dir = Path(config.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise SystemExit(f"run_dir {str(run_dir)!r} is a file, not a directory")
     run_dir.mkdir(parents=True, exist_ok=True)
-    OmegaConf.save(config, run_dir / "config.yaml")
+    if rank_zero_only.rank == 0:  # DDP launches every rank through this script
+        OmegaConf.save(config, run_dir / "config.yaml")
     return run_dir
 
 

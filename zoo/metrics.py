@@ -33,7 +33,8 @@ class DistanceError(Metric):
         self.minimum.append(min_error)
 
     def compute(self) -> dict[str, torch.Tensor]:
-        if not self.final:
+        # a list of per-batch tensors, or one tensor once gathered over DDP ranks
+        if isinstance(self.final, list) and not self.final:
             raise ValueError("DistanceError.compute() called before any update()")
         final, minimum = dim_zero_cat(self.final), dim_zero_cat(self.minimum)
         return {

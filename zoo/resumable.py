@@ -16,8 +16,30 @@ import torch
 from torch.utils.data import DataLoader, Sampler
 
 
+def rank_and_world() -> tuple[int, int]:
+    """This process's rank and the number of processes (0 and 1 outside distributed runs)."""
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def shard(order: list[int]) -> list[int]:
+    """This rank's share of ``order``: every ``world``-th item, the tail that would leave
+    ranks with unequal counts dropped (under DDP every rank must take the same number of
+    steps). The whole order outside distributed runs."""
+    rank, world = rank_and_world()
+    return order[: len(order) // world * world][rank::world]
+
+
 class EpochPermutationSampler(Sampler[int]):
-    """Indices in a fresh seeded order each epoch (or in order), skipping a resumed prefix."""
+    """Indices in a fresh seeded order each epoch (or in order), skipping a resumed prefix.
+
+    Under DDP each rank takes its :func:`shard` of the same order, so the ranks see
+    disjoint items; Lightning must not wrap it in a DistributedSampler
+    (``use_distributed_sampler=False``, as the Blocks recipe sets).
+    """
 
     def __init__(self, size: int, seed: int = 0, shuffle: bool = True):
         self.size, self.seed, self.shuffle = size, seed, shuffle
@@ -38,10 +60,10 @@ class EpochPermutationSampler(Sampler[int]):
 
     def __iter__(self) -> Iterator[int]:
         start, self.skip = self.skip, 0
-        return iter(self.order()[start:])
+        return iter(shard(self.order())[start:])
 
     def __len__(self) -> int:
-        return self.size
+        return self.size // rank_and_world()[1]
 
 
 class ResumableLoader(DataLoader):
@@ -92,19 +114,26 @@ class ReplayMemoryBatches:
         """Lightning calls ``batch_sampler.sampler.set_epoch`` before every epoch."""
         return self
 
-    def __len__(self) -> int:
+    @property
+    def episodes(self) -> int:
         return len(self.starts) - 1
 
+    def __len__(self) -> int:
+        return self.episodes // rank_and_world()[1]
+
     def __iter__(self) -> Iterator[list[int]]:
+        """Under DDP each rank replays its :func:`shard` of the episode order into a memory
+        of its own, as each of the original's workers would."""
         from collections import deque
 
         generator = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch)
-        order = torch.randperm(len(self), generator=generator).tolist()
+        order = shard(torch.randperm(self.episodes, generator=generator).tolist())
+        rank = rank_and_world()[0]
         memory: deque[int] = deque(maxlen=self.capacity)
         start, self.skip = self.skip, 0
         for index, group in enumerate(order):
             memory.extend(range(int(self.starts[group]), int(self.starts[group + 1])))
-            draw = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index)
+            draw = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index * 101 + rank)
             picks = torch.randperm(len(memory), generator=draw)[: self.batch_size].tolist()
             if index >= start:
                 yield [memory[i] for i in picks]

@@ -4,8 +4,9 @@ Before every training batch, the callback plays the current policy in the vector
 simulator on that batch's episodes, sampling actions from the policy, and records each step's
 context, action and immediate shaped reward. The LightningModule then only sees
 (context, action, reward) tuples and applies its bandit loss; rollout and learning stay
-separate and each is testable alone. The sampling generator is checkpointed, so a resumed
-run draws the same actions as an uninterrupted one.
+separate and each is testable alone. Each batch's sampling stream is seeded from (seed,
+rank, epoch, batch), so a resumed run draws the same actions as an uninterrupted one and
+DDP ranks draw independently.
 """
 
 from __future__ import annotations
@@ -48,10 +49,14 @@ class ContextualBanditLoop(L.Callback):
         self.examples = examples
         self.reward = reward or RewardConfig()
         self.runner = EpisodeRunner(renderer, demo_cache, self.reward, horizon, history)
+        self.seed = seed
         self.generator = torch.Generator().manual_seed(seed)
         self.last_stats: dict[str, float] = {}
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        # The sampling stream of each batch is a function of (seed, rank, epoch, batch): a
+        # resumed run draws what an uninterrupted one would, and DDP ranks draw apart.
+        self.generator.manual_seed(self.stream_seed(trainer.global_rank, trainer.current_epoch, batch_idx))
         examples = [self.examples[i] for i in batch["episodes"].tolist()]
         batch["rollout"] = self.collect(pl_module, examples)
         pl_module.log_dict({f"bandit/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
@@ -82,8 +87,5 @@ class ContextualBanditLoop(L.Callback):
         policy.train(was_training)
         return rollout
 
-    def state_dict(self) -> dict:
-        return {"generator": self.generator.get_state()}
-
-    def load_state_dict(self, state: dict) -> None:
-        self.generator.set_state(state["generator"])
+    def stream_seed(self, rank: int, epoch: int, batch: int) -> int:
+        return (((self.seed * 1_000_003 + rank) * 1_000_033 + epoch) * 1_000_037 + batch) % (2**62)

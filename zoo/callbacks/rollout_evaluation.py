@@ -32,7 +32,10 @@ class RolloutEvaluation(L.Callback):
         from zoo.blocks.rollout import EpisodeRunner
 
         started = time.perf_counter()
-        result = evaluate_policy(pl_module, self.examples, self.batch_size,
+        # Under DDP each rank plays its share and the metric gathers every episode's error.
+        rank, world = trainer.global_rank, trainer.world_size
+        examples = self.examples[rank::world] if world > 1 else self.examples
+        result = evaluate_policy(pl_module, examples, self.batch_size,
                                  runner=EpisodeRunner(self.renderer, device=pl_module.device), progress=False)
         seconds = time.perf_counter() - started
         pl_module.log_dict({
@@ -40,8 +43,9 @@ class RolloutEvaluation(L.Callback):
             f"{self.prefix}/median_error": result["median"],
             f"{self.prefix}/min_mean_error": result["min_mean"],
             f"{self.prefix}/episodes_per_s": result["n"] / seconds,
-        }, prog_bar=False)
-        if self.gifs and self.gif_dir is not None:
+            f"{self.prefix}/steps_per_s": result["steps"] * world / seconds,
+        }, prog_bar=False, sync_dist=world > 1)  # equal on every rank already; this only quiets Lightning
+        if self.gifs and self.gif_dir is not None and trainer.is_global_zero:
             self._write_animations(trainer, pl_module)
 
     def _write_animations(self, trainer, pl_module) -> None:
