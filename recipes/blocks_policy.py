@@ -42,6 +42,13 @@ log = logging.getLogger("blocks_policy")
 
 
 def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
+    try:
+        return _datamodule(config, mode)
+    except ValueError as error:  # a bad data setting: one line, before any work
+        raise SystemExit(f"data: {error}") from None
+
+
+def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
     data = config.data
     datamodule = BlocksDataModule(
         data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,

@@ -16,22 +16,123 @@ import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
+OPEN_SECTIONS = ("trainer",)
+"""Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
+
 
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
     """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
-    then ``key.sub=value`` overrides."""
+    then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults.
+
+    Every key given must exist in the recipe's YAML (``trainer.*``: be a ``lightning.Trainer``
+    argument), and its value must have the default's type, or the run stops before any work
+    with the bad key and the closest valid one: a typo must not silently train something else.
+    """
     argv = list(argv)
     files = [Path(default)] if isinstance(default, (str, os.PathLike)) else [Path(f) for f in default]
+    if "--help" in argv or "-h" in argv:
+        print_help(files)
+        raise SystemExit(0)
+    extra_files = []
     while "--config" in argv:
         at = argv.index("--config")
-        files.append(Path(argv[at + 1]))
+        if at + 1 >= len(argv):
+            raise SystemExit("--config needs a file")
+        extra_files.append(Path(argv[at + 1]))
         del argv[at : at + 2]
     unknown = [arg for arg in argv if "=" not in arg]
     if unknown:
-        raise SystemExit(f"arguments must be key=value overrides (or --config FILE); got {unknown}")
-    config = OmegaConf.merge(*(OmegaConf.load(f) for f in files), OmegaConf.from_dotlist(argv))
+        raise SystemExit(f"arguments must be key=value overrides (or --config FILE, --help); got {unknown}")
+    try:
+        defaults = OmegaConf.merge(*(OmegaConf.load(f) for f in files))
+        given = OmegaConf.merge(*(OmegaConf.load(f) for f in extra_files), OmegaConf.from_dotlist(argv))
+    except Exception as error:  # omegaconf's grammar and YAML errors
+        raise SystemExit(f"cannot read the configuration: {error}") from None
+    validate_overrides(defaults, given)
+    config = OmegaConf.merge(defaults, given)
     OmegaConf.resolve(config)
     return config
+
+
+def print_help(files: Sequence[Path]) -> None:
+    """The recipe's configuration files, comments included: every key with its default."""
+    print("usage: python RECIPE [key.sub=value ...] [--config FILE ...]\n")
+    print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
+    print("lightning.Trainer argument.\n")
+    for path in files:
+        print(f"# ---- {path.name}")
+        print(path.read_text())
+
+
+def _leaves(node, prefix: str = ""):
+    """(dotted key, value) of every leaf of a config (dicts recurse; lists are leaves)."""
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            value = node._get_node(key)
+            path = f"{prefix}{key}"
+            if isinstance(value, DictConfig) and not value._is_none():
+                yield from _leaves(value, path + ".")
+            else:
+                yield path, value
+    return
+
+
+def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
+    """Raise SystemExit naming the first key of ``given`` that ``defaults`` does not have
+    (with the closest one that exists) or whose value has the wrong type."""
+    import difflib
+    import inspect
+
+    known = dict(_leaves(defaults))
+    sections = {key.rsplit(".", 1)[0] for key in known if "." in key}
+    trainer_arguments = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
+    for key, node in _leaves(given):
+        top = key.split(".", 1)[0]
+        if top in OPEN_SECTIONS:
+            name = key.split(".", 1)[1] if "." in key else ""
+            if name.split(".", 1)[0] not in trainer_arguments:
+                close = difflib.get_close_matches(name, sorted(trainer_arguments), n=1)
+                hint = f"; did you mean {top}.{close[0]}?" if close else ""
+                raise SystemExit(f"unknown config key {key!r}: not a lightning.Trainer argument{hint}")
+        if key in known:
+            _check_type(key, known[key], node)
+            continue
+        parent = _free_form_parent(key, defaults)
+        if parent is not None or top in OPEN_SECTIONS:
+            continue  # inside a value the YAML leaves open (null by default, e.g. data.limit)
+        if any(key.startswith(section + ".") for section in sections) or top not in {k.split(".")[0] for k in known}:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SystemExit(f"unknown config key {key!r}{hint} (python RECIPE --help lists them)")
+
+
+def _free_form_parent(key: str, defaults: DictConfig) -> str | None:
+    """The nearest enclosing key whose default is null or an open mapping, if any."""
+    parts = key.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:end])
+        node = OmegaConf.select(defaults, parent, default="__missing__")
+        if node is None:
+            return parent
+        if isinstance(node, DictConfig) and not any(True for _ in node.keys()):
+            return parent
+    return None
+
+
+def _check_type(key: str, default_node, given_node) -> None:
+    """The given value must have the default's type (ints pass for floats; null passes)."""
+    default = default_node._value() if hasattr(default_node, "_value") else default_node
+    value = given_node._value() if hasattr(given_node, "_value") else given_node
+    if default is None or value is None or isinstance(default, str) and "${" in default:
+        return
+    if isinstance(value, str) and "${" in value:
+        return
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return
+    if isinstance(default, bool) != isinstance(value, bool) or not isinstance(value, expected):
+        names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+        raise SystemExit(f"config key {key!r} expects {names.get(expected, expected.__name__)}, got {value!r}")
 
 
 def start_run(config: DictConfig) -> Path:

@@ -145,6 +145,12 @@ class BlocksDataModule(L.LightningDataModule):
         if mode not in ("steps", "episodes", "targets"):
             raise ValueError(f"mode must be 'steps' (supervised), 'episodes' (rollouts) or 'targets' "
                              f"(block and goal, for the oracle-planner baseline), got {mode!r}")
+        for split, size in (procedural_sizes or {}).items():
+            if split not in ("train", "dev", "test"):
+                raise ValueError(f"procedural_sizes: unknown split {split!r} (train, dev, test); write {{train: 40}} "
+                                 f"with a space after the colon")
+            if not isinstance(size, int) or isinstance(size, bool) or size < 1:
+                raise ValueError(f"procedural_sizes: {split} must be a positive integer, got {size!r}")
         if supervised_schedule not in SUPERVISED_SCHEDULES:
             raise ValueError(f"supervised_schedule must be one of {SUPERVISED_SCHEDULES}; got {supervised_schedule!r}")
         self.save_hyperparameters()

@@ -1,0 +1,58 @@
+"""Recipes refuse a mistyped or mistyped-value key before any work (issue 12, item 4)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from zoo.experiment import load_config
+
+RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+BLOCKS = RECIPES / "blocks_policy.yaml"
+LIGHT = [RECIPES / "light_common.yaml", RECIPES / "light_bi.yaml"]
+
+
+@pytest.mark.parametrize("override, message", [
+    ("methd=bandit", "did you mean 'method'"),
+    ("data.sourcee=real", "did you mean 'data.source'"),
+    ("evaluation.dev_limt=1", "did you mean 'evaluation.dev_limit'"),
+    ("trainer.max_epochz=1", "did you mean trainer.max_epochs"),
+    ("trainer.max_epochs=abc", "expects an integer"),
+    ("bandit.learning_rate=fast", "expects a number"),
+    ("model.use_previous_action=3", "expects true or false"),
+])
+def test_blocks_recipe_names_the_bad_key_and_the_closest_one(override, message):
+    with pytest.raises(SystemExit, match=message):
+        load_config(BLOCKS, [override])
+
+
+def test_good_overrides_and_open_values_pass():
+    config = load_config(BLOCKS, ["method=bandit", "trainer.gradient_clip_val=2", "bandit.learning_rate=1",
+                                  "data.procedural_sizes={train: 5}", "trainer.limit_train_batches=3"])
+    assert config.method == "bandit" and config.data.procedural_sizes.train == 5
+    light = load_config(LIGHT, ["data.limit={train: 4, valid: 2}", "model.options.learning_rate=1e-4"])
+    assert light.data.limit.valid == 2
+
+
+def test_light_recipe_options_are_checked_too():
+    with pytest.raises(SystemExit, match="did you mean 'model.options.learning_rate'"):
+        load_config(LIGHT, ["model.options.lerning_rate=1"])
+
+
+def test_recipe_help_lists_the_keys_and_exits_zero():
+    completed = subprocess.run([sys.executable, str(RECIPES / "light_bi.py"), "--help"], capture_output=True, text=True,
+                               timeout=120)
+    assert completed.returncode == 0
+    assert "max_context_tokens" in completed.stdout and "trainer" in completed.stdout
+
+
+def test_blocks_procedural_sizes_are_validated():
+    from zoo.blocks.datamodule import BlocksDataModule
+
+    with pytest.raises(ValueError, match="unknown split 'train:40'"):
+        BlocksDataModule(source="procedural", procedural_sizes={"train:40": None})
+    with pytest.raises(ValueError, match="positive integer"):
+        BlocksDataModule(source="procedural", procedural_sizes={"train": 0})
