@@ -115,11 +115,11 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
     overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
                      entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
                      loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
-                     gradient_clip_val=config.trainer.gradient_clip_val)
+                     gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
     if bandit.init_from:
         source = Path(bandit.init_from)
         if source.suffix == ".ckpt":
-            policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", **overrides)
+            policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", weights_only=True, **overrides)
         else:
             policy = BlockPolicy.from_pretrained(source, **overrides)
     elif bandit.warmup_epochs > 0:

@@ -2,6 +2,7 @@
 # Start a long training run in the background from a frozen copy of the committed code, so
 # that editing the working tree cannot change a run halfway (Python imports lazily).
 #   tools/launch_run.sh <run-name> recipes/blocks_policy.py key=value ...
+#   tools/launch_run.sh <run-name> tools/blocks_seed.sh 0          # a shell pipeline of recipes
 # Log: runs/logs/<run-name>-<time>.log; code: runs/code/<commit>/
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -13,6 +14,7 @@ mkdir -p runs/logs
 log="runs/logs/$name-$(date +%Y%m%d-%H%M%S).log"
 python="${PYTHON:-python}"
 [ -x .venv/bin/python ] && [ -z "${PYTHON:-}" ] && python="$PWD/.venv/bin/python"  # the project's venv when there is one
-PYTHONPATH="$PWD/$code" ZOO_DATA_DIR="${ZOO_DATA_DIR:-$(cd .. && pwd)/shared/data}" WANDB_MODE="${WANDB_MODE:-offline}" \
-  nohup "$python" "$code/$recipe" "$@" > "$log" 2>&1 &
+runner=("$python"); case "$recipe" in *.sh) runner=(bash) ;; esac
+PYTHONPATH="$PWD/$code" PYTHON="$python" ZOO_DATA_DIR="${ZOO_DATA_DIR:-$(cd .. && pwd)/shared/data}" \
+  WANDB_MODE="${WANDB_MODE:-offline}" nohup "${runner[@]}" "$code/$recipe" "$@" > "$log" 2>&1 &
 echo "started $name (pid $!, code $commit), log $log"
