@@ -223,7 +223,10 @@ def test_entry_mirrors_the_schema(monkeypatch, tmp_path, server):
     path = write_manifest(monkeypatch, tmp_path, [model_entry("m", [file_entry("config.json", server.url("/c"), CONFIG)])])
     entry = pretrained_entry("m")
     assert isinstance(entry, PretrainedEntry) and entry.model_class == "Tiny" and entry.metrics == {"mean": 1.0}
-    assert entry.files[0].sha256 == sha(CONFIG) and entry.card_path == path.parent / "cards" / "m.md"
+    assert entry.files[0].sha256 == sha(CONFIG) and entry.card_path is None  # no mirror holds the card
+    (path.parent / "cards").mkdir()
+    (path.parent / "cards" / "m.md").write_text("# m")
+    assert entry.card_path == path.parent / "cards" / "m.md"
     with pytest.raises(dataclasses.FrozenInstanceError):
         entry.name = "other"
 
@@ -259,10 +262,10 @@ def test_fetch_pretrained_failure_names_the_cache_path(monkeypatch, tmp_path, se
     with pytest.raises(DownloadError) as caught:
         fetch_pretrained("m", progress=False)
     assert str(tmp_path / "cache" / "checkpoints" / "m" / "model.safetensors") in str(caught.value)
-    assert list((tmp_path / "cache" / "checkpoints" / "m").iterdir()) == []
+    assert not (tmp_path / "cache" / "checkpoints" / "m").exists()  # no empty model folder left behind
 
 
-def test_in_repo_file_is_verified_and_used_in_place(monkeypatch, tmp_path, server):
+def test_mirror_file_is_verified_and_copied_into_the_cache(monkeypatch, tmp_path, server):
     files = [
         file_entry("config.json", server.serve("/config.json", CONFIG), CONFIG),
         file_entry("model.safetensors", "weights/m.safetensors", PAYLOAD),
@@ -272,11 +275,12 @@ def test_in_repo_file_is_verified_and_used_in_place(monkeypatch, tmp_path, serve
     shipped.parent.mkdir()
     shipped.write_bytes(PAYLOAD)
     directory = fetch_pretrained("m", progress=False)
-    assert (directory / "model.safetensors").resolve() == shipped.resolve()
-    assert (directory / "model.safetensors").read_bytes() == PAYLOAD
-    assert fetch_pretrained("m", progress=False) == directory
+    cached = directory / "model.safetensors"
+    assert not cached.is_symlink() and cached.read_bytes() == PAYLOAD  # a copy: the mirror may move
     shipped.write_bytes(b"edited")
-    with pytest.raises(ChecksumError, match=sha(b"edited")):
+    assert fetch_pretrained("m", progress=False) == directory and cached.read_bytes() == PAYLOAD
+    cached.unlink()
+    with pytest.raises(ChecksumError):
         fetch_pretrained("m", progress=False)
 
 

@@ -1,13 +1,15 @@
-"""Publish a trained model in the checkpoint manifest, shipped inside the repository.
+"""Publish a trained model: its files under checkpoints/, its entry in the package's manifest.
 
     python tools/release_checkpoint.py blocks-bandit runs/blocks/bandit/pretrained \
         --description "CNN-LSTM block policy, contextual bandit with F1+F2 shaping" \
         --training-data "Blocks train split, 11,196 examples (675 held out for tuning)" \
         --cost "9 h on 2 CPU cores" --metric dev_mean_distance_error=3.61 --metric ...
 
-Copies the save_pretrained files to checkpoints/<name>/, records their sha256 and size in
-checkpoints/manifest.json (replacing an entry of the same name) and points the entry at the
-model card checkpoints/cards/<name>.md, which must exist: a release without a card is refused.
+Copies the save_pretrained files to checkpoints/<name>/ (the release root: upload this folder
+to the release host, whose base URL users set as $ZOO_HUB_URL), records their sha256 and size
+in zoo/manifest.json, which ships inside the package (replacing an entry of the same name),
+and points the entry at the model card checkpoints/cards/<name>.md, which must exist: a
+release without a card is refused.
 """
 
 from __future__ import annotations
@@ -19,7 +21,9 @@ from pathlib import Path
 
 from zoo.hub import load_manifest, sha256_of
 
-CHECKPOINTS = Path(__file__).resolve().parent.parent / "checkpoints"
+REPO = Path(__file__).resolve().parent.parent
+CHECKPOINTS = REPO / "checkpoints"
+MANIFEST = REPO / "zoo" / "manifest.json"
 
 
 def parse_metric(text: str) -> tuple[str, float]:
@@ -54,7 +58,7 @@ def main() -> None:
         shutil.copy2(source, target / name)
         files.append({"name": name, "url": f"{args.name}/{name}", "sha256": sha256_of(source),
                       "size": source.stat().st_size})
-    manifest_path = CHECKPOINTS / "manifest.json"
+    manifest_path = MANIFEST
     manifest = json.loads(manifest_path.read_text())
     manifest["models"] = [m for m in manifest["models"] if m["name"] != args.name]
     manifest["models"].append({

@@ -19,6 +19,10 @@ from omegaconf import DictConfig, OmegaConf
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
 
+OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes")
+"""Keys whose value is a mapping from split names to sizes: any split may be named there
+(the data module checks the names)."""
+
 
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
     """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
@@ -95,7 +99,7 @@ def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
                 hint = f"; did you mean {top}.{close[0]}?" if close else ""
                 raise SystemExit(f"unknown config key {key!r}: not a lightning.Trainer argument{hint}")
         if key in known:
-            _check_type(key, known[key], node)
+            _check_type(key, known[key], node, numbers_interchangeable=top in OPEN_SECTIONS)
             continue
         parent = _free_form_parent(key, defaults)
         if parent is not None or top in OPEN_SECTIONS:
@@ -111,6 +115,8 @@ def _free_form_parent(key: str, defaults: DictConfig) -> str | None:
     parts = key.split(".")
     for end in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:end])
+        if parent in OPEN_MAPPINGS:
+            return parent
         node = OmegaConf.select(defaults, parent, default="__missing__")
         if node is None:
             return parent
@@ -119,8 +125,10 @@ def _free_form_parent(key: str, defaults: DictConfig) -> str | None:
     return None
 
 
-def _check_type(key: str, default_node, given_node) -> None:
-    """The given value must have the default's type (ints pass for floats; null passes)."""
+def _check_type(key: str, default_node, given_node, numbers_interchangeable: bool = False) -> None:
+    """The given value must have the default's type (ints pass for floats; null passes).
+    ``numbers_interchangeable``: any number for a numeric default (Trainer arguments such as
+    ``val_check_interval`` take an int or a float)."""
     default = default_node._value() if hasattr(default_node, "_value") else default_node
     value = given_node._value() if hasattr(given_node, "_value") else given_node
     if default is None or value is None or isinstance(default, str) and "${" in default:
@@ -129,6 +137,10 @@ def _check_type(key: str, default_node, given_node) -> None:
         return
     expected = type(default)
     if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return
+    numeric = (int, float)
+    if numbers_interchangeable and isinstance(default, numeric) and isinstance(value, numeric) \
+            and not isinstance(default, bool) and not isinstance(value, bool):
         return
     if isinstance(default, bool) != isinstance(value, bool) or not isinstance(value, expected):
         names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}

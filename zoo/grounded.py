@@ -66,27 +66,112 @@ class Grounded(L.LightningModule):
     def from_pretrained(cls, name_or_path: str | os.PathLike, map_location: str = "cpu", **overrides) -> "Grounded":
         """Load a model from a ``save_pretrained`` directory or a released name.
 
-        Names resolve through the checkpoint manifest (``zoo.list_pretrained()``) and are
-        downloaded once, verified by sha256. Weights are safetensors: nothing is unpickled.
+        A path is a ``Path``, or text that starts with ``.``, ``/`` or ``~`` or holds a
+        separator (``./blocks-bandit``, ``runs/x/pretrained``); anything else is a released
+        name, resolved through the manifest (``zoo.list_pretrained()``), downloaded once and
+        verified by sha256, even if a folder of that name sits in the working directory.
+        Weights are safetensors: nothing is unpickled. What a file may decide is limited:
+        network access and remote code come only from the caller (``allow_download`` is
+        off unless passed here, and configs asking for custom code are refused), and the
+        architecture the config describes is checked against the weights' shapes (read from
+        the safetensors header) before anything is allocated.
         """
-        from zoo.registry import model_class
+        from zoo.hub import fetch_pretrained, looks_like_path
 
-        directory = Path(name_or_path)
-        if not directory.is_dir():
-            from zoo.hub import fetch_pretrained
-
+        if looks_like_path(name_or_path):
+            directory = Path(name_or_path).expanduser()
+            if not directory.is_dir():
+                raise FileNotFoundError(f"{str(name_or_path)!r} is not a directory (a released name has no '/' or leading '.')")
+        else:
             directory = fetch_pretrained(str(name_or_path))
-        config_path = directory / CONFIG_NAME
-        if not config_path.is_file():
-            raise FileNotFoundError(f"{directory} has no {CONFIG_NAME}; is it a save_pretrained directory?")
-        payload = json.loads(config_path.read_text())
-        target = model_class(payload["model_class"])
-        if not issubclass(target, cls):
-            raise TypeError(f"{directory} holds a {target.__name__}, not a {cls.__name__}")
-        model = target(**{**payload["config"], **overrides})
-        model.load_extra_files(directory)
-        load_model(model, str(directory / WEIGHTS_NAME), strict=True, device=map_location)
+        target, config = read_checkpoint_config(directory, cls)
+        if "allow_download" in config:
+            config["allow_download"] = False  # a file never turns the network on; the caller may
+        config.update(overrides)
+        check_against_weights(target, config, directory / WEIGHTS_NAME)
+        try:
+            model = target(**config)
+            model.load_extra_files(directory)
+            load_model(model, str(directory / WEIGHTS_NAME), strict=True, device=map_location)
+        except (RuntimeError, OSError, ValueError, TypeError, KeyError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ValueError(f"cannot load {directory}: {first}") from error
         return model.eval()
 
     def load_extra_files(self, directory: Path) -> None:
         """Counterpart of :meth:`save_extra_files`."""
+
+
+def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]:
+    """The model class and constructor arguments in ``directory/config.json``, validated."""
+    from zoo.registry import model_class
+
+    config_path = directory / CONFIG_NAME
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{directory} has no {CONFIG_NAME}; is it a save_pretrained directory?")
+    try:
+        payload = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("model_class"), str) \
+            or not isinstance(payload.get("config"), dict):
+        raise ValueError(f"{config_path} must be an object with 'model_class' (a string) and 'config' (an object)")
+    extra = sorted(set(payload) - {"model_class", "config"})
+    if extra:
+        raise ValueError(f"{config_path} has unknown field(s) {', '.join(map(repr, extra))}")
+    try:
+        target = model_class(payload["model_class"])
+    except KeyError as error:
+        raise ValueError(f"{config_path}: {error.args[0]}") from None
+    if not issubclass(target, expected):
+        raise TypeError(f"{directory} holds a {target.__name__}, not a {expected.__name__}")
+    config = dict(payload["config"])
+    refuse_remote_code(config, config_path)
+    import inspect
+
+    accepted = inspect.signature(target.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        unknown = sorted(set(config) - set(accepted))
+        if unknown:
+            raise ValueError(f"{config_path}: {target.__name__} takes no argument(s) {', '.join(map(repr, unknown))}")
+    return target, config
+
+
+def refuse_remote_code(config: dict, where: Path) -> None:
+    """Configs that would make transformers import code shipped with a model are refused."""
+    def walk(value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ("auto_map", "trust_remote_code") and inner:
+                    raise ValueError(f"{where} asks to run code shipped with the model ({key}); zoo never does")
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(config)
+
+
+def check_against_weights(target: type, config: dict, weights: Path) -> None:
+    """Build the architecture on the meta device (no memory) and compare every parameter's
+    shape with the safetensors header, so a config claiming ``lstm_dim=200000`` fails in one
+    line instead of allocating hundreds of gigabytes."""
+    from safetensors import safe_open
+
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights.parent} has no {weights.name}")
+    try:
+        with safe_open(str(weights), framework="pt") as handle:
+            shapes = {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own types for damaged files
+        raise ValueError(f"{weights} is not a readable safetensors file ({error})") from None
+    try:
+        with torch.device("meta"):
+            skeleton = target(**config)
+    except Exception as error:  # noqa: BLE001 - a config the constructor rejects
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"cannot build a {target.__name__} from {weights.parent / CONFIG_NAME}: {first}") from None
+    expected = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
+    for name, shape in expected.items():
+        if name in shapes and shapes[name] != shape:
+            raise ValueError(f"{weights.parent}: the config makes {name} {shape}, the weights hold {shapes[name]}")
