@@ -18,6 +18,9 @@ def build_parser() -> argparse.ArgumentParser:
     models = commands.add_parser("models", help="list registered models and released checkpoints")
     models.add_argument("pattern", nargs="?", default=None, help="shell pattern, e.g. 'blocks-*'")
     models.set_defaults(handler=_list_models)
+    download = commands.add_parser("download", help="fetch released models ahead of time (verified, into $ZOO_CACHE)")
+    download.add_argument("names", nargs="+", help="released names, or 'all'")
+    download.set_defaults(handler=_download)
     for module_name in COMMAND_MODULES:
         try:
             module = importlib.import_module(module_name)
@@ -38,6 +41,19 @@ def _list_models(args) -> int:
     return 0
 
 
+def _download(args) -> int:
+    from zoo.hub import fetch_pretrained, list_pretrained, pretrained_entry
+
+    names = list_pretrained() if args.names == ["all"] else args.names
+    for name in names:
+        entry = pretrained_entry(name)
+        size = sum(f.size for f in entry.files)
+        print(f"{name}: {len(entry.files)} files, {size / 1e6:.1f} MB", file=sys.stderr, flush=True)
+        directory = fetch_pretrained(name, progress=True)
+        print(f"{name}: {directory}")
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
     from zoo.hub import DownloadError
@@ -46,7 +62,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.handler(args) or 0)
-    except (FileNotFoundError, ValueError, KeyError, DownloadError) as error:
+    except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
         parser.exit(2, f"zoo: error: {message}\n")
 

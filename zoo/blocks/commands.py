@@ -61,10 +61,14 @@ def load_policy(name: str, seed: int = 0):
     if Path(name).exists() and not Path(name).is_dir():
         raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
     try:
-        return Grounded.from_pretrained(name)
+        policy = Grounded.from_pretrained(name)
     except KeyError as unknown:
         raise ValueError(f"unknown model {name!r}: not a baseline ({', '.join(BASELINES)}), not a checkpoint "
                          f"directory, and not a released name ({unknown.args[0]})") from None
+    if policy.domain != "blocks":
+        raise ValueError(f"{name} is a {type(policy).__name__}, a {policy.domain or 'non-Blocks'} model; "
+                         f"zoo eval blocks takes a Blocks policy")
+    return policy
 
 
 def _load_policies(names: list[str], seed: int):

@@ -154,7 +154,11 @@ def load_ranker(name: str, seed: int = 0):
 
     if name in BASELINES:
         return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
-    return Grounded.from_pretrained(name)
+    model = Grounded.from_pretrained(name)
+    if model.domain != "light":
+        raise ValueError(f"{name} is a {type(model).__name__}, a {model.domain or 'non-LIGHT'} model; "
+                         f"LIGHT commands take a LIGHT ranker")
+    return model
 
 
 def run_eval(args) -> int:

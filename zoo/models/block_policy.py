@@ -143,6 +143,7 @@ class InstructionEncoder(nn.Module):
 class BlockPolicy(Grounded):
     """CNN-LSTM policy over the 81 block moves (20 blocks × 4 directions + STOP)."""
 
+    domain = "blocks"
     needs_images = True
     needs_demonstrations = False
 

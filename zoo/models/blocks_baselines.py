@@ -15,6 +15,7 @@ from zoo.registry import register_model
 
 
 class BlocksBaseline(Grounded):
+    domain = "blocks"
     """A fixed Blocks policy: scores the 81 actions without learning."""
 
     needs_images = False

@@ -12,6 +12,7 @@ from zoo.grounded import Grounded
 
 
 class PolicyEnsemble(Grounded):
+    domain = "blocks"
     """Scores actions by the mean of its members' action probabilities.
 
     Each member tokenises the instruction with its own vocabulary, so policies trained

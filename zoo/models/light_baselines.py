@@ -73,6 +73,8 @@ class LineCache:
 class LightRanker(Grounded):
     """Base of LIGHT rankers: ``score`` over batches, ``rank`` for one context."""
 
+    domain = "light"
+
     def score_lists(self, contexts: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[torch.Tensor]:
         raise NotImplementedError
 

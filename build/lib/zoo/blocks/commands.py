@@ -1,0 +1,113 @@
+"""``zoo eval blocks`` and ``zoo blocks ...`` commands."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+BASELINES = {"stop": "blocks-stop", "random": "blocks-random", "demonstrations": "blocks-demonstrations"}
+
+
+def add_commands(commands, eval_domains) -> None:
+    evaluate = eval_domains.add_parser("blocks", help="distance error of a policy on the Blocks benchmark")
+    evaluate.add_argument("--model", nargs="+", default=["stop"],
+                          help="stop | random | demonstrations | a released name | a checkpoint directory; "
+                               "several learned policies form an ensemble (averaged action probabilities)")
+    _add_data_arguments(evaluate)
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of stochastic policies (random)")
+    evaluate.add_argument("--batch-size", type=positive_int, default=256)
+    evaluate.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    evaluate.set_defaults(handler=run_eval)
+
+    blocks = commands.add_parser("blocks", help="Blocks world tools")
+    tools = blocks.add_subparsers(dest="tool", required=True)
+    render = tools.add_parser("render", help="write a GIF/PNG of an episode: start, goal and a policy's rollout")
+    _add_data_arguments(render)
+    render.add_argument("--index", type=int, default=0, help="example index within the split")
+    render.add_argument("--model", default="demonstrations", help="the policy to roll out (as for eval)")
+    render.add_argument("--seed", type=int, default=0)
+    render.add_argument("--out", type=Path, required=True, help="output .gif or .png")
+    render.set_defaults(handler=run_render)
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer of at least 1."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
+    return value
+
+
+def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--split", choices=("train", "dev", "test"), default="dev")
+    parser.add_argument("--data-dir", default=None, help="directory with {train,dev,test}set.json "
+                        "(default: $ZOO_DATA_DIR/blocks, then the cache)")
+    parser.add_argument("--download", action="store_true", help="download the release if it is not found")
+
+
+def load_policy(name: str, seed: int = 0):
+    """A baseline by short name, else a checkpoint directory or a released name."""
+    from zoo.grounded import Grounded
+    from zoo.registry import create_model
+
+    if name in BASELINES:
+        return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
+    if Path(name).exists() and not Path(name).is_dir():
+        raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
+    try:
+        policy = Grounded.from_pretrained(name)
+    except KeyError as unknown:
+        raise ValueError(f"unknown model {name!r}: not a baseline ({', '.join(BASELINES)}), not a checkpoint "
+                         f"directory, and not a released name ({unknown.args[0]})") from None
+    if policy.domain != "blocks":
+        raise ValueError(f"{name} is a {type(policy).__name__}, a {policy.domain or 'non-Blocks'} model; "
+                         f"zoo eval blocks takes a Blocks policy")
+    return policy
+
+
+def _load_policies(names: list[str], seed: int):
+    policies = [load_policy(name, seed) for name in names]
+    if len(policies) == 1:
+        return policies[0]
+    from zoo.models.ensemble import PolicyEnsemble
+
+    return PolicyEnsemble(policies)
+
+
+def run_eval(args) -> int:
+    from zoo.blocks.evaluate import evaluate_policy
+    from zoo.blocks.sources import open_split
+
+    split, source = open_split(args.split, args.data_dir, args.download)
+    policy = _load_policies(args.model, args.seed)
+    examples = split.examples[: args.limit] if args.limit else split.examples
+    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True)
+    summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
+    summary["n"] = int(summary["n"])
+    # With --json, stdout holds the JSON object alone; the human line goes to stderr.
+    print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} / "
+          f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
+          f"median {result['min_median']:.3f}; {summary['n']} episodes, {result['steps']} steps in "
+          f"{result['seconds']:.1f}s", file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def run_render(args) -> int:
+    from zoo.blocks.episode_animation import render_episode
+    from zoo.blocks.sources import open_split
+
+    split, source = open_split(args.split, args.data_dir, args.download)
+    if not 0 <= args.index < len(split.examples):
+        raise SystemExit(f"--index must be in 0..{len(split.examples) - 1} for the {args.split} split")
+    policy = load_policy(args.model, args.seed)
+    path = render_episode(policy, split.examples[args.index], args.out, data_dir=args.data_dir)
+    print(f"wrote {path} ({source} data, {args.split} example {args.index}, policy {args.model})")
+    return 0

@@ -1,0 +1,174 @@
+"""Load the Blocks release (Bisk et al. 2016, as used by Misra et al. 2017) into typed records.
+
+Raw JSON episodes -> :class:`Transition` per A0 note -> :class:`Example` per instruction.
+Files come from a local directory (the caller's, ``$ZOO_DATA_DIR/blocks``, or the download
+cache) or, when asked, are downloaded from the official repository and checked by sha256.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition
+from zoo.paths import cache_dir, domain_data_dir
+
+SPLITS = ("train", "dev", "test")
+
+OFFICIAL_COMMIT = "798cba8"
+OFFICIAL_URL = "https://raw.githubusercontent.com/clic-lab/blocks/{commit}/BlockWorldSimulator/Assets/{file}"
+
+SPLIT_FILES = {
+    "train": ("trainset.json", "ac46032db6b51fb7241af3087927a6570feff4909f69e57b2f916120b5f749ab"),
+    "dev": ("devset.json", "3d0f74384ab2d1b05da003b7571154556ada97f4310776347ff5b6a27cb924da"),
+    "test": ("testset.json", "7427bc6a8c8118edcdb8ef171ad959901cdb4b3c4b09e8d23695cc5214796266"),
+}
+
+TUNING_EPISODES_PER_DECORATION = 2
+
+
+class BlocksDataError(ValueError):
+    """The Blocks JSON does not have the structure of the release."""
+
+
+def locate_split(split: str, data_dir: str | os.PathLike | None = None, download: bool = False) -> Path:
+    """Path of ``split``'s JSON file, downloading it into the cache if allowed and needed."""
+    if split not in SPLIT_FILES:
+        raise ValueError(f"unknown Blocks split {split!r}; choose one of {SPLITS}")
+    filename, sha256 = SPLIT_FILES[split]
+    local = domain_data_dir("blocks", data_dir)
+    if local is not None and (local / filename).is_file():
+        return local / filename
+    if data_dir is not None:
+        raise FileNotFoundError(f"{filename} not found in {data_dir}")
+    cached = cache_dir() / "blocks" / filename
+    if cached.is_file():
+        return cached
+    url = OFFICIAL_URL.format(commit=OFFICIAL_COMMIT, file=filename)
+    if not download:
+        raise FileNotFoundError(
+            f"Blocks {split} data ({filename}) not found. Set ZOO_DATA_DIR to a directory holding "
+            f"blocks/{filename}, pass data_dir=, place the file at {cached}, or pass download=True "
+            f"to fetch it from {url}."
+        )
+    from zoo.hub import download_file
+
+    return download_file(url, sha256, cached)
+
+
+def load_split(split: str, data_dir: str | os.PathLike | None = None, download: bool = False) -> BlocksSplit:
+    """Load one split of the release: transitions, examples and the tuning mask."""
+    path = locate_split(split, data_dir, download)
+    try:
+        raw = json.loads(Path(path).read_text(encoding="utf-8"))
+    except json.JSONDecodeError as error:
+        raise BlocksDataError(f"{path} is not valid JSON: {error}") from error
+    episodes = parse_episodes(raw, source=str(path))
+    return build_split(split, episodes)
+
+
+def build_split(name: str, episodes: list[list[Transition]]) -> BlocksSplit:
+    """Flatten episodes into a split and mark the tuning examples (spec §1.4)."""
+    transitions = [t for episode in episodes for t in episode]
+    examples, tuning = [], []
+    held_episodes = _tuning_episodes(episodes)
+    for index, episode in enumerate(episodes):
+        for transition in episode:
+            for example in transition.examples():
+                examples.append(example)
+                tuning.append(index in held_episodes)
+    return BlocksSplit(name, transitions, examples, np.array(tuning, dtype=bool))
+
+
+def _tuning_episodes(episodes: list[list[Transition]]) -> set[int]:
+    held, seen = set(), {d: 0 for d in DECORATIONS}
+    for index, episode in enumerate(episodes):
+        if not episode:
+            continue
+        decoration = episode[0].decoration
+        if seen[decoration] < TUNING_EPISODES_PER_DECORATION:
+            seen[decoration] += 1
+            held.add(index)
+    return held
+
+
+def parse_episodes(raw, source: str = "<json>") -> list[list[Transition]]:
+    """Typed transitions of each raw episode, A0 notes only, in file order.
+
+    Every structural assumption the simulator made is checked, so a malformed file fails here
+    with the episode and field named rather than deep inside training.
+    """
+    if not isinstance(raw, list):
+        raise BlocksDataError(f"{source}: expected a JSON list of episodes, got {type(raw).__name__}")
+    return [_parse_episode(episode, f"{source}: episode {index}") for index, episode in enumerate(raw)]
+
+
+def _parse_episode(episode, where: str) -> list[Transition]:
+    if not isinstance(episode, dict):
+        raise BlocksDataError(f"{where}: expected an object, got {type(episode).__name__}")
+    for key in ("states", "notes", "decoration"):
+        if key not in episode:
+            raise BlocksDataError(f"{where}: missing key {key!r}")
+    decoration = episode["decoration"]
+    if decoration not in DECORATIONS:
+        raise BlocksDataError(f"{where}: decoration must be 'digit' or 'logo', got {decoration!r}")
+    frames = _parse_frames(episode["states"], where)
+    episode_id = str(episode.get("filename", where))
+    block_size = float(episode.get("side_length", 0.1524))
+    transitions = []
+    for note_index, note in enumerate(episode["notes"]):
+        note_where = f"{where}, note {note_index}"
+        if not isinstance(note, dict) or "type" not in note:
+            raise BlocksDataError(f"{note_where}: expected an object with a 'type'")
+        if note["type"] != "A0":
+            continue
+        transitions.append(_parse_note(note, frames, episode_id, decoration, block_size, note_where))
+    transitions.sort(key=lambda t: t.start_frame)
+    return transitions
+
+
+def _parse_frames(states, where: str) -> list[np.ndarray]:
+    if not isinstance(states, list) or not states:
+        raise BlocksDataError(f"{where}: 'states' must be a non-empty list of frames")
+    frames = []
+    for index, frame in enumerate(states):
+        try:
+            array = np.asarray(frame, dtype=np.float64)
+        except (TypeError, ValueError) as error:
+            raise BlocksDataError(f"{where}, frame {index}: blocks must be [x, y, z] numbers") from error
+        if array.ndim != 2 or array.shape[1] != 3 or not np.isfinite(array).all():
+            raise BlocksDataError(f"{where}, frame {index}: expected a list of [x, y, z] blocks, got shape {array.shape}")
+        if len(array) > 20:
+            raise BlocksDataError(f"{where}, frame {index}: {len(array)} blocks; the world holds at most 20")
+        frames.append(array[:, [0, 2]].copy())
+    if len({len(f) for f in frames}) != 1:
+        raise BlocksDataError(f"{where}: frames have different numbers of blocks")
+    return frames
+
+
+def _parse_note(note, frames, episode_id, decoration, block_size, where) -> Transition:
+    try:
+        start, finish = int(note["start"]), int(note["finish"])
+        texts, users = note["notes"], note.get("users", [])
+    except (KeyError, TypeError, ValueError) as error:
+        raise BlocksDataError(f"{where}: A0 notes need integer 'start'/'finish' and a 'notes' list") from error
+    if not (0 <= start < len(frames) and 0 <= finish < len(frames)):
+        raise BlocksDataError(f"{where}: frames {start}->{finish} outside the episode's {len(frames)} frames")
+    if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
+        raise BlocksDataError(f"{where}: 'notes' must be a list of instruction strings")
+    if len(users) != len(texts):
+        raise BlocksDataError(f"{where}: {len(texts)} instructions but {len(users)} users")
+    return Transition(
+        episode_id=episode_id,
+        start_frame=start,
+        goal_frame=finish,
+        decoration=decoration,
+        start=frames[start],
+        goal=frames[finish],
+        instructions=tuple(texts),
+        users=tuple(str(u) for u in users),
+        block_size=block_size,
+    )

@@ -1,0 +1,97 @@
+"""What a Blocks policy sees at one step of a batch of episodes."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+
+from zoo.blocks.board import BoardBatch
+from zoo.blocks.demos import DemoBatch
+
+
+@dataclass(frozen=True)
+class RawStacks:
+    """Image stacks before standardisation: ``pixels`` [B, 15, H, W] float32 in 0..255 and
+    each stack's ``mean`` and ``scale`` [B] (of the pixels / 255), so that the standardised
+    stack the agent sees is ``(pixels / 255 - mean) / scale``.
+
+    Kept apart because standardisation is affine per stack: a consumer whose first
+    operation is linear (the policy's first convolution) applies it to that operation's
+    far smaller output instead of to every pixel. :meth:`standardized` gives the usual
+    tensor. The pixels may live in a buffer the producer reuses at its next step, so
+    consume them at once (or :meth:`clone`).
+    """
+
+    pixels: torch.Tensor
+    mean: torch.Tensor
+    scale: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.pixels)
+
+    def __getitem__(self, rows) -> "RawStacks":
+        return RawStacks(self.pixels[rows], self.mean[rows], self.scale[rows])
+
+    def to(self, device) -> "RawStacks":
+        return RawStacks(self.pixels.to(device), self.mean.to(device), self.scale.to(device))
+
+    def clone(self) -> "RawStacks":
+        return RawStacks(self.pixels.clone(), self.mean.clone(), self.scale.clone())
+
+    def standardized(self) -> torch.Tensor:
+        shape = (-1,) + (1,) * (self.pixels.dim() - 1)
+        gain = (1.0 / (255.0 * self.scale)).to(self.pixels.dtype).view(shape)
+        return self.pixels * gain - (self.mean / self.scale).to(self.pixels.dtype).view(shape)
+
+
+@dataclass
+class BlocksObservation:
+    """The agent's inputs, plus privileged fields that only oracle baselines may read.
+
+    Learned policies use ``instructions`` (or their pre-tokenised ``tokens``/``lengths``),
+    ``images`` (the K=4 history stack, [B, 15, 120, 120]: a standardised tensor, or
+    :class:`RawStacks` that say how to standardise) and
+    ``previous_action`` (-1 at the start of an episode). ``boards``, ``positions``,
+    ``moves_taken`` and ``demos`` are the simulator's state, for baselines such as the
+    demonstration replayer and for the oracle planner.
+    """
+
+    instructions: list[str]
+    previous_action: torch.Tensor
+    images: "torch.Tensor | RawStacks | None" = None
+    tokens: torch.Tensor | None = None
+    lengths: torch.Tensor | None = None
+    boards: BoardBatch | None = None
+    positions: torch.Tensor | None = None
+    moves_taken: torch.Tensor | None = None
+    demos: DemoBatch | None = None
+    instruction_features: torch.Tensor | None = None
+    """A policy's own per-episode encoding of each instruction (see EpisodeRunner's
+    ``featurize``): computed once per episode instead of at every step."""
+
+    def __len__(self) -> int:
+        return len(self.instructions)
+
+    def select(self, rows: torch.Tensor) -> "BlocksObservation":
+        """The observation of episodes ``rows`` only, so finished episodes cost no forward pass."""
+        from dataclasses import replace
+
+        take = lambda value: None if value is None else value[rows]  # noqa: E731
+        boards = None
+        if self.boards is not None:
+            boards = type(self.boards)(*(getattr(self.boards, f)[rows] for f in ("start", "goal", "n_blocks", "logo", "main_block")))
+        demos = None
+        if self.demos is not None:
+            demos = type(self.demos)(self.demos.actions[rows], self.demos.points[rows], self.demos.lengths[rows])
+        tokens, lengths = take(self.tokens), take(self.lengths)
+        if tokens is not None:
+            tokens = tokens[:, : int(lengths.max())]
+        return replace(
+            self,
+            instructions=[self.instructions[i] for i in rows.tolist()],
+            previous_action=self.previous_action[rows],
+            images=take(self.images), tokens=tokens, lengths=lengths,
+            boards=boards, positions=take(self.positions), moves_taken=take(self.moves_taken), demos=demos,
+            instruction_features=take(self.instruction_features),
+        )

@@ -1,0 +1,91 @@
+"""``ContextualBanditLoop``: the data-collection half of the paper's learning method.
+
+Before every training batch, the callback plays the current policy in the vectorised
+simulator on that batch's episodes, sampling actions from the policy, and records each step's
+context, action and immediate shaped reward. The LightningModule then only sees
+(context, action, reward) tuples and applies its bandit loss; rollout and learning stay
+separate and each is testable alone. Each batch's sampling stream is seeded from (seed,
+rank, epoch, batch), so a resumed run draws the same actions as an uninterrupted one and
+DDP ranks draw independently.
+"""
+
+from __future__ import annotations
+
+from typing import Sequence
+
+import lightning as L
+import torch
+
+from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
+from zoo.blocks.records import Example
+from zoo.blocks.reward import RewardConfig
+from zoo.blocks.rollout import EpisodeRunner
+from zoo.models.block_objectives import rewards_to_go
+
+
+def sample_actions(policy, observation, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+    """Sample as the original trainer did: a block and a direction, each from its own
+    softmax; the action is STOP when the direction is. Returns the actions [B] and the
+    sampled blocks [B] (which the original loss also scores on STOP steps). The joint
+    distribution equals sampling the 81 joint probabilities."""
+    block_log_probs, direction_log_probs = (t.cpu() for t in policy.observe(observation))
+    blocks = torch.multinomial(block_log_probs.exp(), 1, generator=generator).squeeze(1)
+    directions = torch.multinomial(direction_log_probs.exp(), 1, generator=generator).squeeze(1)
+    actions = torch.where(directions == NUM_DIRECTIONS, STOP, blocks * NUM_DIRECTIONS + directions)
+    return actions, blocks
+
+
+class ContextualBanditLoop(L.Callback):
+    """Fills ``batch["rollout"]`` with the sampled experience of ``batch["episodes"]``.
+
+    ``rollout`` holds: ``frames`` uint8 [T+1, B, 3, H, W] (board after t actions),
+    ``steps``/``episodes`` [N] (which (t, b) were decisions), ``actions``, ``previous_actions``,
+    ``blocks`` (the sampled block, also on STOP steps), ``rewards`` and ``returns`` [N]
+    (immediate reward; the reward-to-go, for REINFORCE), ``tokens``/``lengths`` of the B instructions.
+    """
+
+    def __init__(self, examples: Sequence[Example], reward: RewardConfig | None = None, seed: int = 0,
+                 renderer=None, demo_cache=None, horizon: int = 40, history: int = 4):
+        self.examples = examples
+        self.reward = reward or RewardConfig()
+        self.runner = EpisodeRunner(renderer, demo_cache, self.reward, horizon, history)
+        self.seed = seed
+        self.generator = torch.Generator().manual_seed(seed)
+        self.last_stats: dict[str, float] = {}
+
+    def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
+        # The sampling stream of each batch is a function of (seed, rank, epoch, batch): a
+        # resumed run draws what an uninterrupted one would, and DDP ranks draw apart.
+        self.generator.manual_seed(self.stream_seed(trainer.global_rank, trainer.current_epoch, batch_idx))
+        examples = [self.examples[i] for i in batch["episodes"].tolist()]
+        batch["rollout"] = self.collect(pl_module, examples)
+        pl_module.log_dict({f"bandit/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
+
+    @torch.no_grad()
+    def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+        """Play ``examples`` sampling from the policy; return the logged experience."""
+        was_training = policy.training
+        policy.eval()
+        sampled_blocks: list[torch.Tensor] = []
+
+        def sample(observation):
+            actions, blocks = sample_actions(policy, observation, self.generator)
+            sampled_blocks.append(blocks)
+            return actions
+
+        rollout = self.runner.record(examples, sample, encode=policy.encode_instructions,
+                                     featurize=getattr(policy, "instruction_features", None))
+        rollout["blocks"] = torch.cat(sampled_blocks)
+        rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
+        totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
+        env = self.runner.env
+        self.last_stats = {
+            "episode_return": float(totals.mean()),
+            "final_error": float(env.error().mean()),
+            "episode_length": float(env.moves_taken.float().mean()),
+        }
+        policy.train(was_training)
+        return rollout
+
+    def stream_seed(self, rank: int, epoch: int, batch: int) -> int:
+        return (((self.seed * 1_000_003 + rank) * 1_000_033 + epoch) * 1_000_037 + batch) % (2**62)

@@ -1,0 +1,71 @@
+"""The ``zoo`` command. Each domain adds its own subcommands (``zoo/<domain>/commands.py``)."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+
+COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands")
+"""Modules exposing ``add_commands(subparsers, eval_subparsers)``."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="zoo", description="Grounded-language model zoo: LIGHT and Blocks.")
+    commands = parser.add_subparsers(dest="command", required=True)
+    evaluate = commands.add_parser("eval", help="evaluate a model or baseline on a benchmark")
+    eval_domains = evaluate.add_subparsers(dest="domain", required=True)
+    models = commands.add_parser("models", help="list registered models and released checkpoints")
+    models.add_argument("pattern", nargs="?", default=None, help="shell pattern, e.g. 'blocks-*'")
+    models.set_defaults(handler=_list_models)
+    download = commands.add_parser("download", help="fetch released models ahead of time (verified, into $ZOO_CACHE)")
+    download.add_argument("names", nargs="+", help="released names, or 'all'")
+    download.set_defaults(handler=_download)
+    for module_name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as error:
+            if error.name != module_name:
+                raise
+            continue
+        module.add_commands(commands, eval_domains)
+    return parser
+
+
+def _list_models(args) -> int:
+    from zoo.hub import list_pretrained
+    from zoo.registry import list_models
+
+    print("models:", ", ".join(list_models(args.pattern)))
+    print("pretrained:", ", ".join(list_pretrained()) or "(none released yet)")
+    return 0
+
+
+def _download(args) -> int:
+    from zoo.hub import fetch_pretrained, list_pretrained, pretrained_entry
+
+    names = list_pretrained() if args.names == ["all"] else args.names
+    for name in names:
+        entry = pretrained_entry(name)
+        size = sum(f.size for f in entry.files)
+        print(f"{name}: {len(entry.files)} files, {size / 1e6:.1f} MB", file=sys.stderr, flush=True)
+        directory = fetch_pretrained(name, progress=True)
+        print(f"{name}: {directory}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
+    from zoo.hub import DownloadError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return int(args.handler(args) or 0)
+    except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:
+        message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
+        parser.exit(2, f"zoo: error: {message}\n")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

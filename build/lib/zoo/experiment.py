@@ -1,0 +1,238 @@
+"""What every recipe needs: a config with dotted overrides, a logger, checkpoints that resume.
+
+Recipes stay short scripts that say *what* is trained; this module says *how* runs are set up
+the same way everywhere (W&B offline by default, a ``last.ckpt`` written every few hundred
+steps, automatic resumption when a run directory already holds one).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+import lightning as L
+from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from omegaconf import DictConfig, OmegaConf
+
+OPEN_SECTIONS = ("trainer",)
+"""Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
+
+OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes")
+"""Keys whose value is a mapping from split names to sizes: any split may be named there
+(the data module checks the names)."""
+
+
+def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
+    """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
+    then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults.
+
+    Every key given must exist in the recipe's YAML (``trainer.*``: be a ``lightning.Trainer``
+    argument), and its value must have the default's type, or the run stops before any work
+    with the bad key and the closest valid one: a typo must not silently train something else.
+    """
+    argv = list(argv)
+    files = [Path(default)] if isinstance(default, (str, os.PathLike)) else [Path(f) for f in default]
+    if "--help" in argv or "-h" in argv:
+        print_help(files)
+        raise SystemExit(0)
+    extra_files = []
+    while "--config" in argv:
+        at = argv.index("--config")
+        if at + 1 >= len(argv):
+            raise SystemExit("--config needs a file")
+        extra_files.append(Path(argv[at + 1]))
+        del argv[at : at + 2]
+    unknown = [arg for arg in argv if "=" not in arg]
+    if unknown:
+        raise SystemExit(f"arguments must be key=value overrides (or --config FILE, --help); got {unknown}")
+    try:
+        defaults = OmegaConf.merge(*(OmegaConf.load(f) for f in files))
+        given = OmegaConf.merge(*(OmegaConf.load(f) for f in extra_files), OmegaConf.from_dotlist(argv))
+    except Exception as error:  # omegaconf's grammar and YAML errors
+        raise SystemExit(f"cannot read the configuration: {error}") from None
+    validate_overrides(defaults, given)
+    config = OmegaConf.merge(defaults, given)
+    OmegaConf.resolve(config)
+    return config
+
+
+def print_help(files: Sequence[Path]) -> None:
+    """The recipe's configuration files, comments included: every key with its default."""
+    print("usage: python RECIPE [key.sub=value ...] [--config FILE ...]\n")
+    print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
+    print("lightning.Trainer argument.\n")
+    for path in files:
+        print(f"# ---- {path.name}")
+        print(path.read_text())
+
+
+def _leaves(node, prefix: str = ""):
+    """(dotted key, value) of every leaf of a config (dicts recurse; lists are leaves)."""
+    if isinstance(node, DictConfig):
+        for key in node.keys():
+            value = node._get_node(key)
+            path = f"{prefix}{key}"
+            if isinstance(value, DictConfig) and not value._is_none():
+                yield from _leaves(value, path + ".")
+            else:
+                yield path, value
+    return
+
+
+def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
+    """Raise SystemExit naming the first key of ``given`` that ``defaults`` does not have
+    (with the closest one that exists) or whose value has the wrong type."""
+    import difflib
+    import inspect
+
+    known = dict(_leaves(defaults))
+    sections = {key.rsplit(".", 1)[0] for key in known if "." in key}
+    trainer_arguments = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
+    for key, node in _leaves(given):
+        top = key.split(".", 1)[0]
+        if top in OPEN_SECTIONS:
+            name = key.split(".", 1)[1] if "." in key else ""
+            if name.split(".", 1)[0] not in trainer_arguments:
+                close = difflib.get_close_matches(name, sorted(trainer_arguments), n=1)
+                hint = f"; did you mean {top}.{close[0]}?" if close else ""
+                raise SystemExit(f"unknown config key {key!r}: not a lightning.Trainer argument{hint}")
+        if key in known:
+            _check_type(key, known[key], node, numbers_interchangeable=top in OPEN_SECTIONS)
+            continue
+        parent = _free_form_parent(key, defaults)
+        if parent is not None or top in OPEN_SECTIONS:
+            continue  # inside a value the YAML leaves open (null by default, e.g. data.limit)
+        if any(key.startswith(section + ".") for section in sections) or top not in {k.split(".")[0] for k in known}:
+            close = difflib.get_close_matches(key, sorted(known), n=1)
+            hint = f"; did you mean {close[0]!r}?" if close else ""
+            raise SystemExit(f"unknown config key {key!r}{hint} (python RECIPE --help lists them)")
+
+
+def _free_form_parent(key: str, defaults: DictConfig) -> str | None:
+    """The nearest enclosing key whose default is null or an open mapping, if any."""
+    parts = key.split(".")
+    for end in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:end])
+        if parent in OPEN_MAPPINGS:
+            return parent
+        node = OmegaConf.select(defaults, parent, default="__missing__")
+        if node is None:
+            return parent
+        if isinstance(node, DictConfig) and not any(True for _ in node.keys()):
+            return parent
+    return None
+
+
+def _check_type(key: str, default_node, given_node, numbers_interchangeable: bool = False) -> None:
+    """The given value must have the default's type (ints pass for floats; null passes).
+    ``numbers_interchangeable``: any number for a numeric default (Trainer arguments such as
+    ``val_check_interval`` take an int or a float)."""
+    default = default_node._value() if hasattr(default_node, "_value") else default_node
+    value = given_node._value() if hasattr(given_node, "_value") else given_node
+    if default is None or value is None or isinstance(default, str) and "${" in default:
+        return
+    if isinstance(value, str) and "${" in value:
+        return
+    expected = type(default)
+    if expected is float and isinstance(value, int) and not isinstance(value, bool):
+        return
+    numeric = (int, float)
+    if numbers_interchangeable and isinstance(default, numeric) and isinstance(value, numeric) \
+            and not isinstance(default, bool) and not isinstance(value, bool):
+        return
+    if isinstance(default, bool) != isinstance(value, bool) or not isinstance(value, expected):
+        names = {bool: "true or false", int: "an integer", float: "a number", str: "a string"}
+        raise SystemExit(f"config key {key!r} expects {names.get(expected, expected.__name__)}, got {value!r}")
+
+
+def start_run(config: DictConfig) -> Path:
+    """What every run does first: thread count, seeds, the run directory and its config.yaml."""
+    import torch
+
+    if config.get("threads"):
+        torch.set_num_threads(config.threads)
+    L.seed_everything(config.seed, workers=True)
+    from lightning.pytorch.utilities import rank_zero_only
+
+    run_dir = Path(config.run_dir)
+    if run_dir.exists() and not run_dir.is_dir():
+        raise SystemExit(f"run_dir {str(run_dir)!r} is a file, not a directory")
+    run_dir.mkdir(parents=True, exist_ok=True)
+    if rank_zero_only.rank == 0:  # DDP launches every rank through this script
+        OmegaConf.save(config, run_dir / "config.yaml")
+    return run_dir
+
+
+def make_logger(config: DictConfig, run_dir: Path, name: str):
+    """W&B (offline unless WANDB_MODE/WANDB_API_KEY say otherwise), CSV, or none."""
+    kind = config.get("kind", "wandb")
+    if kind in (None, "none", False):
+        return False
+    if kind == "csv":
+        from lightning.pytorch.loggers import CSVLogger
+
+        return CSVLogger(str(run_dir), name="logs")
+    if kind != "wandb":
+        raise ValueError(f"logger.kind must be wandb, csv or none; got {kind!r}")
+    from lightning.pytorch.loggers import WandbLogger
+
+    offline = os.environ.get("WANDB_MODE", config.get("mode", "offline")) == "offline" and not os.environ.get("WANDB_API_KEY")
+    return WandbLogger(project=config.get("project", "zoo"), name=name, save_dir=str(run_dir), offline=offline,
+                       log_model=False)
+
+
+def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None = None, mode: str = "min") -> list:
+    """Checkpoints for model selection and for resuming.
+
+    ``best-epochNNN.ckpt`` is the best epoch by ``monitor``; ``epochNNN.ckpt`` is kept for
+    every epoch; ``last.ckpt`` (see :class:`ResumeCheckpoint`) is what an interrupted run
+    continues from.
+    """
+    from zoo.callbacks.resume_checkpoint import ResumeCheckpoint
+
+    directory = run_dir / "checkpoints"
+    callbacks = []
+    if monitor:
+        callbacks.append(ModelCheckpoint(dirpath=directory, filename="best-epoch{epoch:03d}", monitor=monitor, mode=mode,
+                                         save_top_k=1, auto_insert_metric_name=False))
+    callbacks.append(ModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
+                                     auto_insert_metric_name=False))
+    callbacks.append(ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps))
+    return callbacks
+
+
+def resume_path(run_dir: Path) -> str | None:
+    """The run's ``last.ckpt`` if an earlier (interrupted) run left one, so training continues."""
+    last = run_dir / "checkpoints" / "last.ckpt"
+    return str(last) if last.is_file() else None
+
+
+def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> dict:
+    """A checkpoint of this run, loaded without unpickling code (``weights_only=True``).
+
+    ``path`` usually comes from a checkpoint callback's state inside ``last.ckpt``, which
+    is data a file on disk decides: it must name a file inside ``run_dir``.
+    """
+    import torch
+
+    from zoo.errors import UnsafeDestinationError
+
+    resolved, root = Path(path).resolve(), Path(run_dir).resolve()
+    if root not in resolved.parents:
+        raise UnsafeDestinationError(f"refusing to load checkpoint {str(path)!r}: it lies outside the run directory {str(run_dir)!r}")
+    return torch.load(resolved, map_location="cpu", weights_only=True)
+
+
+def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
+    """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
+    output is not a terminal (background runs), to a progress bar otherwise."""
+    from zoo.callbacks.progress_log import ProgressLog
+
+    options = OmegaConf.to_container(config, resolve=True)
+    if logger is not False:
+        callbacks = [*callbacks, LearningRateMonitor()]
+    if not sys.stderr.isatty():
+        callbacks = [*callbacks, ProgressLog()]
+    return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

@@ -1,0 +1,184 @@
+"""``Grounded``: the one interface every zoo model implements.
+
+A grounded agent reads an observation (a LIGHT context, a Blocks board and instruction) and
+ranks a set of candidate decisions (utterances, actions, emotes, the 81 block moves).
+Everything else (training loops, metrics, the hub, the CLI) is written against these few
+methods, so a new model only has to say how it scores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+import torch
+from safetensors.torch import load_model, save_model
+
+CONFIG_NAME = "config.json"
+WEIGHTS_NAME = "model.safetensors"
+
+
+class Grounded(L.LightningModule):
+    """Base LightningModule of every model in the zoo.
+
+    Subclasses call ``self.save_hyperparameters()`` in ``__init__`` with JSON-serialisable
+    arguments only: those hyper-parameters are the whole config written by
+    :meth:`save_pretrained`, and ``cls(**config)`` must rebuild the architecture.
+
+    ``domain`` says which benchmark a model plays (``"light"`` or ``"blocks"``), so a command
+    can refuse a model of the other one in a line instead of failing deep inside.
+    """
+
+    domain: str = ""
+
+    def score(self, observations: Any, candidates: Any = None) -> torch.Tensor:
+        """Scores ``[B, C]`` of each observation's candidates; higher is better."""
+        raise NotImplementedError(f"{type(self).__name__} does not implement score()")
+
+    @torch.no_grad()
+    def predict(self, observations: Any, candidates: Any = None) -> torch.Tensor:
+        """Index of the best candidate for each observation, usable without a Trainer."""
+        return self.score(observations, candidates).argmax(dim=-1)
+
+    # ------------------------------------------------------------------ persistence
+    def config(self) -> dict:
+        """The constructor arguments that rebuild this model (its saved hyper-parameters)."""
+        return {key: value for key, value in dict(self.hparams).items()}
+
+    def save_pretrained(self, directory: str | os.PathLike) -> Path:
+        """Write ``config.json`` and ``model.safetensors`` to ``directory``.
+
+        The files are written into a temporary sibling and moved into place, so an
+        interrupted save never leaves a half-written checkpoint behind.
+        """
+        from zoo.files import replace_directory
+
+        directory = Path(directory)
+        with replace_directory(directory) as staging:
+            payload = {"model_class": type(self).__name__, "config": self.config()}
+            (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
+            save_model(self, str(staging / WEIGHTS_NAME))
+            self.save_extra_files(staging)
+        return directory
+
+    def save_extra_files(self, directory: Path) -> None:
+        """Hook for models that need more than config and weights (e.g. tokenizer files)."""
+
+    @classmethod
+    def from_pretrained(cls, name_or_path: str | os.PathLike, map_location: str = "cpu", **overrides) -> "Grounded":
+        """Load a model from a ``save_pretrained`` directory or a released name.
+
+        A path is a ``Path``, or text that starts with ``.``, ``/`` or ``~`` or holds a
+        separator (``./blocks-bandit``, ``runs/x/pretrained``); anything else is a released
+        name, resolved through the manifest (``zoo.list_pretrained()``), downloaded once and
+        verified by sha256, even if a folder of that name sits in the working directory.
+        Weights are safetensors: nothing is unpickled. What a file may decide is limited:
+        network access and remote code come only from the caller (``allow_download`` is
+        off unless passed here, and configs asking for custom code are refused), and the
+        architecture the config describes is checked against the weights' shapes (read from
+        the safetensors header) before anything is allocated.
+        """
+        from zoo.hub import fetch_pretrained, looks_like_path
+
+        if looks_like_path(name_or_path):
+            directory = Path(name_or_path).expanduser()
+            if not directory.is_dir():
+                raise FileNotFoundError(f"{str(name_or_path)!r} is not a directory (a released name has no '/' or leading '.')")
+        else:
+            directory = fetch_pretrained(str(name_or_path))
+        target, config = read_checkpoint_config(directory, cls)
+        if "allow_download" in config:
+            config["allow_download"] = False  # a file never turns the network on; the caller may
+        config.update(overrides)
+        check_against_weights(target, config, directory / WEIGHTS_NAME)
+        try:
+            model = target(**config)
+            model.load_extra_files(directory)
+            load_model(model, str(directory / WEIGHTS_NAME), strict=True, device=map_location)
+        except (RuntimeError, OSError, ValueError, TypeError, KeyError) as error:
+            first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+            raise ValueError(f"cannot load {directory}: {first}") from error
+        return model.eval()
+
+    def load_extra_files(self, directory: Path) -> None:
+        """Counterpart of :meth:`save_extra_files`."""
+
+
+def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]:
+    """The model class and constructor arguments in ``directory/config.json``, validated."""
+    from zoo.registry import model_class
+
+    config_path = directory / CONFIG_NAME
+    if not config_path.is_file():
+        raise FileNotFoundError(f"{directory} has no {CONFIG_NAME}; is it a save_pretrained directory?")
+    try:
+        payload = json.loads(config_path.read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
+        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    if not isinstance(payload, dict) or not isinstance(payload.get("model_class"), str) \
+            or not isinstance(payload.get("config"), dict):
+        raise ValueError(f"{config_path} must be an object with 'model_class' (a string) and 'config' (an object)")
+    extra = sorted(set(payload) - {"model_class", "config"})
+    if extra:
+        raise ValueError(f"{config_path} has unknown field(s) {', '.join(map(repr, extra))}")
+    try:
+        target = model_class(payload["model_class"])
+    except KeyError as error:
+        raise ValueError(f"{config_path}: {error.args[0]}") from None
+    if not issubclass(target, expected):
+        raise TypeError(f"{directory} holds a {target.__name__}, not a {expected.__name__}")
+    config = dict(payload["config"])
+    refuse_remote_code(config, config_path)
+    import inspect
+
+    accepted = inspect.signature(target.__init__).parameters
+    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
+        unknown = sorted(set(config) - set(accepted))
+        if unknown:
+            raise ValueError(f"{config_path}: {target.__name__} takes no argument(s) {', '.join(map(repr, unknown))}")
+    return target, config
+
+
+def refuse_remote_code(config: dict, where: Path) -> None:
+    """Configs that would make transformers import code shipped with a model are refused."""
+    def walk(value):
+        if isinstance(value, dict):
+            for key, inner in value.items():
+                if key in ("auto_map", "trust_remote_code") and inner:
+                    raise ValueError(f"{where} asks to run code shipped with the model ({key}); zoo never does")
+                walk(inner)
+        elif isinstance(value, list):
+            for inner in value:
+                walk(inner)
+
+    walk(config)
+
+
+def check_against_weights(target: type, config: dict, weights: Path) -> None:
+    """Build the architecture on the meta device (no memory) and compare every parameter's
+    shape with the safetensors header, so a config claiming ``lstm_dim=200000`` fails in one
+    line instead of allocating hundreds of gigabytes."""
+    from safetensors import safe_open
+
+    if not weights.is_file():
+        raise FileNotFoundError(f"{weights.parent} has no {weights.name}")
+    try:
+        with safe_open(str(weights), framework="pt") as handle:
+            shapes = {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}
+    except Exception as error:  # noqa: BLE001 - safetensors raises its own types for damaged files
+        raise ValueError(f"{weights} is not a readable safetensors file ({error})") from None
+    try:
+        with torch.device("meta"):
+            skeleton = target(**config)
+    except Exception as error:  # noqa: BLE001 - a config the constructor rejects
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"cannot build a {target.__name__} from {weights.parent / CONFIG_NAME}: {first}") from None
+    expected = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
+    for name, shape in expected.items():
+        if 0 in shape:  # sized by the model's own files when it loads (IR's vocabulary), not by the config
+            continue
+        if name in shapes and shapes[name] != shape:
+            raise ValueError(f"{weights.parent}: the config makes {name} {shape}, the weights hold {shapes[name]}")

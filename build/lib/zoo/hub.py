@@ -1,0 +1,538 @@
+"""Released checkpoints: the manifest, verified downloads and the local cache.
+
+``zoo/manifest.json`` (shipped inside the package, so every install has it) lists every
+released model and the files it is made of, each with a sha256. A file is looked for, in
+order, in
+
+1. the verified cache, ``$ZOO_CACHE/checkpoints/<name>/`` (real copies, never links);
+2. local mirrors: ``$ZOO_CHECKPOINTS``, the directory of a manifest given by
+   ``$ZOO_MANIFEST``, and a checkout's ``checkpoints/`` when zoo runs from one;
+3. the release host: a relative ``url`` resolves against ``$ZOO_HUB_URL`` (one base URL for
+   all files), an ``http(s)://`` or ``file://`` URL is used as it is, and
+   ``hf://OWNER/REPO@REVISION/PATH`` downloads through ``huggingface_hub`` pinned to that
+   revision (``$HF_ENDPOINT`` picks the server).
+
+Whatever the source, a file is copied into the cache only after its size and full sha256
+matched, so a truncated transfer, a corrupted cache or a tampered mirror fails loudly
+instead of loading wrong weights. Downloads time out (``$ZOO_DOWNLOAD_TIMEOUT`` seconds
+without a byte, default 30), and leftovers of killed transfers are removed. Every failure
+names the file, the places tried and where a manual copy can go, because the people who
+most need that are the ones behind a firewall.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from http.client import HTTPException
+from pathlib import Path
+from typing import Any
+from urllib.error import HTTPError, URLError
+from urllib.parse import urlparse
+
+import zoo
+from zoo.paths import cache_dir
+
+MANIFEST_ENV = "ZOO_MANIFEST"
+MIRROR_ENV = "ZOO_CHECKPOINTS"
+HUB_URL_ENV = "ZOO_HUB_URL"
+TIMEOUT_ENV = "ZOO_DOWNLOAD_TIMEOUT"
+DEFAULT_TIMEOUT = 30.0
+STALE_SECONDS = 3600
+"""A staging file untouched for this long belongs to a transfer that was killed."""
+MANIFEST_FORMAT = 1
+URL_SCHEMES = ("http", "https", "file", "hf")
+
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_CHUNK = 1 << 20
+
+_ENTRY_REQUIRED = ("name", "model_class", "files", "training_data", "metrics", "license")
+_ENTRY_OPTIONAL = ("description", "training_cost", "card")
+_FILE_FIELDS = ("name", "url", "sha256", "size")
+
+
+class DownloadError(OSError):
+    """A file could not be fetched or verified; the message says where a manual copy goes."""
+
+    def __init__(self, message: str, url: str | None = None, dest: Path | None = None):
+        super().__init__(message)
+        self.url = url
+        self.dest = dest
+
+
+class ChecksumError(DownloadError):
+    """The bytes arrived but are not the released ones (truncated, corrupted or replaced)."""
+
+    def __init__(self, message: str, url: str | None = None, dest: Path | None = None,
+                 expected: str | None = None, actual: str | None = None):
+        super().__init__(message, url, dest)
+        self.expected = expected
+        self.actual = actual
+
+
+class ManifestError(ValueError):
+    """The checkpoint manifest does not follow the schema in checkpoints/README.md."""
+
+
+# ---------------------------------------------------------------------------- downloads
+def sha256_of(path: str | os.PathLike) -> str:
+    """Hex sha256 of a file, read in chunks so multi-GB checkpoints need no memory."""
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        for chunk in iter(lambda: handle.read(_CHUNK), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def download_file(url: str, sha256: str, dest: Path, progress: bool = True, *, size: int | None = None) -> Path:
+    """``dest``, holding the file at ``url`` whose full sha256 is ``sha256``.
+
+    A verified copy already at ``dest`` is used without touching the network. Otherwise the
+    file is downloaded to a temporary name beside ``dest``, checked, and renamed into place,
+    so ``dest`` only ever holds verified bytes and no failure leaves anything behind.
+    ``url`` may be http(s), ``file://``, ``hf://`` or a local path. ``size``, when known,
+    turns a short transfer into a clear "incomplete" error.
+    """
+    dest = Path(dest)
+    expected = _normalise_sha256(sha256)
+    if dest.is_dir():
+        raise DownloadError(f"cannot place {dest.name} at {dest}: a directory is in the way; move it aside", url, dest)
+    if dest.is_file() and sha256_of(dest) == expected:
+        return dest
+    # A stale or corrupt copy is removed first: if the download fails, nothing is at dest.
+    dest.unlink(missing_ok=True)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_downloads(dest)
+    staging = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.download")
+    try:
+        _transfer(url, staging, dest, progress, size)
+        _verify(staging, expected, size, url, dest)
+        os.replace(staging, dest)
+    finally:
+        staging.unlink(missing_ok=True)
+    return dest
+
+
+def remove_stale_downloads(dest: Path, older_than: float = STALE_SECONDS) -> None:
+    """Delete staging files of ``dest`` (``<name>.<id>.download``) that no transfer has
+    written to for ``older_than`` seconds: what a killed download leaves."""
+    import time
+
+    now = time.time()
+    for leftover in dest.parent.glob(f"{dest.name}.*.download"):
+        try:
+            if now - leftover.stat().st_mtime > older_than:
+                leftover.unlink()
+        except FileNotFoundError:
+            pass
+
+
+def download_timeout() -> float:
+    """Seconds a connection or a read may wait for the server (``$ZOO_DOWNLOAD_TIMEOUT``)."""
+    try:
+        return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+    except ValueError:
+        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {os.environ[TIMEOUT_ENV]!r}") from None
+
+
+def _transfer(url: str, staging: Path, dest: Path, progress: bool, size: int | None) -> None:
+    """Stream ``url`` into ``staging`` with a connect/read timeout and a progress bar;
+    errors become a :class:`DownloadError` naming the manual place."""
+    if url.startswith("hf://"):
+        _transfer_hf(url, staging, dest)
+        return
+    from urllib.request import urlopen
+
+    from tqdm.auto import tqdm
+
+    source = _as_url(url)
+    try:
+        with urlopen(source, timeout=download_timeout()) as response, open(staging, "wb") as out:
+            total = size or int(response.headers.get("Content-Length") or 0) or None
+            with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not progress) as bar:
+                for chunk in iter(lambda: response.read(_CHUNK), b""):
+                    out.write(chunk)
+                    bar.update(len(chunk))
+    except (OSError, HTTPException, ValueError) as error:
+        raise DownloadError(
+            f"could not download {dest.name} from {url} ({_reason(error)}). "
+            f"Download it manually and place it at {dest}, or check your network.",
+            url, dest,
+        ) from error
+
+
+def parse_hf_url(url: str) -> tuple[str, str, str]:
+    """``hf://OWNER/REPO@REVISION/PATH`` -> (repo id, revision, path in the repo)."""
+    match = re.fullmatch(r"hf://([A-Za-z0-9][\w.-]*/[\w.-]+)@([\w.-]+)/(.+)", url)
+    if match is None:
+        raise ValueError(f"{url!r} is not hf://OWNER/REPO@REVISION/PATH")
+    return match.group(1), match.group(2), match.group(3)
+
+
+def _transfer_hf(url: str, staging: Path, dest: Path) -> None:
+    """Download through huggingface_hub (pinned revision, ``$HF_ENDPOINT``), into staging."""
+    import shutil
+    import tempfile
+
+    repo_id, revision, filename = parse_hf_url(url)
+    try:
+        from huggingface_hub import hf_hub_download
+
+        with tempfile.TemporaryDirectory(dir=staging.parent, prefix=".hf-") as scratch:
+            path = hf_hub_download(repo_id, filename, revision=revision, cache_dir=scratch,
+                                   etag_timeout=download_timeout())
+            shutil.copyfile(path, staging)
+    except Exception as error:  # noqa: BLE001 - huggingface_hub raises many types; all mean "not fetched"
+        raise DownloadError(
+            f"could not download {dest.name} from {url} ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
+            f"Download it manually and place it at {dest}, or check your network.",
+            url, dest,
+        ) from error
+
+
+def _verify(staging: Path, expected: str, size: int | None, url: str, dest: Path) -> None:
+    received = staging.stat().st_size
+    if size is not None and received != size:
+        raise DownloadError(
+            f"incomplete download of {dest.name} from {url}: received {received} of {size} bytes. "
+            f"Retry, or download it manually and place it at {dest}.",
+            url, dest,
+        )
+    actual = sha256_of(staging)
+    if actual != expected:
+        raise ChecksumError(
+            f"{dest.name} from {url} has sha256 {actual} ({received} bytes), expected {expected}; "
+            f"it was not kept. Place a verified copy at {dest}.",
+            url, dest, expected, actual,
+        )
+
+
+def _reason(error: BaseException) -> str:
+    """The short human part of a urllib/http.client error ("HTTP Error 404: Not Found")."""
+    if isinstance(error, URLError) and not isinstance(error, HTTPError):
+        return str(error.reason)
+    return str(error) or type(error).__name__
+
+
+def _as_url(url: str) -> str:
+    """``url`` itself for supported schemes; a local path becomes a ``file://`` URL."""
+    if not _has_scheme(url):
+        return Path(url).expanduser().resolve().as_uri()
+    scheme = urlparse(url).scheme
+    if scheme not in URL_SCHEMES or scheme == "hf":
+        raise ValueError(f"unsupported URL scheme {scheme!r} in {url}; use one of {', '.join(URL_SCHEMES)}")
+    return url
+
+
+def _normalise_sha256(sha256: str) -> str:
+    value = sha256.strip().lower()
+    if not _SHA256.fullmatch(value):
+        raise ValueError(f"expected a full 64-character hex sha256, got {sha256!r}")
+    return value
+
+
+# ---------------------------------------------------------------------------- manifest
+@dataclass(frozen=True)
+class PretrainedFile:
+    """One file of a release; ``url`` is http(s)/file/hf, or a path relative to the release
+    root (a mirror directory or ``$ZOO_HUB_URL``)."""
+
+    name: str
+    url: str
+    sha256: str
+    size: int
+
+
+@dataclass(frozen=True)
+class PretrainedEntry:
+    """One released model, as the manifest describes it."""
+
+    name: str
+    model_class: str
+    files: tuple[PretrainedFile, ...]
+    training_data: str
+    metrics: Mapping[str, Any]
+    license: str
+    manifest: Path
+    """The manifest file that declared the entry; relative paths resolve against its directory."""
+    description: str = ""
+    training_cost: str = ""
+    card: str | None = None
+
+    def mirror_paths(self, file: PretrainedFile) -> list[Path]:
+        """Local places a relative file may already be, in the order they are tried."""
+        if _has_scheme(file.url):
+            return []
+        return [root / file.url for root in mirror_roots(self.manifest)]
+
+    def sources(self, file: PretrainedFile) -> list[str]:
+        """Where a file is downloaded from when no mirror has it."""
+        if _has_scheme(file.url):
+            return [file.url]
+        base = os.environ.get(HUB_URL_ENV)
+        return [base.rstrip("/") + "/" + file.url] if base else []
+
+    @property
+    def card_path(self) -> Path | None:
+        if self.card is None:
+            return None
+        for root in mirror_roots(self.manifest):
+            if (root / self.card).is_file():
+                return root / self.card
+        return None
+
+
+def manifest_path() -> Path:
+    """``$ZOO_MANIFEST``, else the manifest shipped inside the package (``zoo/manifest.json``)."""
+    override = os.environ.get(MANIFEST_ENV)
+    if override:
+        return Path(override).expanduser()
+    return Path(zoo.__file__).resolve().parent / "manifest.json"
+
+
+def checkout_checkpoints() -> Path | None:
+    """``checkpoints/`` of the repository zoo runs from, if it runs from a checkout."""
+    candidate = Path(zoo.__file__).resolve().parent.parent / "checkpoints"
+    return candidate if candidate.is_dir() else None
+
+
+def mirror_roots(manifest: Path | None = None) -> list[Path]:
+    """Local release roots, in order: ``$ZOO_CHECKPOINTS``, a ``$ZOO_MANIFEST``'s directory,
+    a checkout's ``checkpoints/``."""
+    roots = []
+    if os.environ.get(MIRROR_ENV):
+        roots.append(Path(os.environ[MIRROR_ENV]).expanduser())
+    if manifest is not None and os.environ.get(MANIFEST_ENV):
+        roots.append(manifest.parent)
+    checkout = checkout_checkpoints()
+    if checkout is not None:
+        roots.append(checkout)
+    return roots
+
+
+def load_manifest(path: str | os.PathLike | None = None) -> dict[str, PretrainedEntry]:
+    """Every entry of the manifest by name, validated so that mistakes fail at load time."""
+    path = Path(path) if path is not None else manifest_path()
+    try:
+        raw = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError as error:
+        raise ManifestError(f"checkpoint manifest {path} does not exist (set {MANIFEST_ENV} to override)") from error
+    except json.JSONDecodeError as error:
+        raise ManifestError(f"checkpoint manifest {path} is not valid JSON: {error}") from error
+    return _parse_manifest(raw, path)
+
+
+def list_pretrained() -> list[str]:
+    """Names of the released models, sorted."""
+    return sorted(load_manifest())
+
+
+def looks_like_path(value: str | os.PathLike) -> bool:
+    """The rule for names against paths: a ``Path``, or text starting with ``.``, ``/`` or
+    ``~`` or holding a separator, is a path; anything else is a released name."""
+    if not isinstance(value, str):
+        return True
+    return value.startswith((".", "/", "~")) or "/" in value or os.sep in value or (os.altsep or "/") in value
+
+
+def pretrained_entry(name: str) -> PretrainedEntry:
+    """The manifest entry of ``name``; a KeyError lists what is released."""
+    entries = load_manifest()
+    if name not in entries:
+        known = f"released models: {', '.join(sorted(entries))}" if entries else "no pretrained model is released yet"
+        raise KeyError(f"unknown pretrained model {name!r}; {known} (manifest {manifest_path()})")
+    return entries[name]
+
+
+def fetch_pretrained(name: str, progress: bool = True) -> Path:
+    """``$ZOO_CACHE/checkpoints/<name>/`` holding every file of the release, each verified
+    (see the module docstring for where files are looked for)."""
+    entry = pretrained_entry(name)
+    directory = cache_dir() / "checkpoints" / entry.name
+    created = not directory.exists()
+    try:
+        for file in entry.files:
+            fetch_file(entry, file, directory / file.name, progress)
+    except BaseException:
+        if created:  # a failed first fetch leaves no empty model folder behind
+            _remove_empty_tree(directory)
+        raise
+    return directory
+
+
+def fetch_file(entry: PretrainedEntry, file: PretrainedFile, dest: Path, progress: bool = True) -> Path:
+    """One file of a release at ``dest``: the verified cache copy, else a verified copy of a
+    local mirror's, else a verified download; the error lists every place tried."""
+    if dest.is_file() and dest.stat().st_size == file.size and sha256_of(dest) == file.sha256:
+        return dest
+    tried: list[str] = []
+    for path in entry.mirror_paths(file):
+        tried.append(str(path))
+        if path.is_file():
+            return _copy_verified(path, file, dest, entry.manifest)
+    sources = entry.sources(file)
+    if not sources:
+        raise DownloadError(
+            f"{file.name} of {entry.name} (manifest {entry.manifest}) is not in the cache or any local mirror "
+            f"(tried {', '.join(tried) or 'none'}) "
+            f"and no release host is set: set {HUB_URL_ENV} to the base URL of the release files, or "
+            f"{MIRROR_ENV} to a directory holding {file.url}, or place a verified copy at {dest}",
+            file.url, dest)
+    errors = []
+    for url in sources:
+        try:
+            return download_file(url, file.sha256, dest, progress, size=file.size)
+        except DownloadError as error:
+            errors.append(error)
+    if len(errors) == 1 and not tried:
+        raise errors[0]
+    raise DownloadError(f"{file.name} of {entry.name} could not be found (tried {', '.join(tried + sources)}); "
+                        f"last error: {errors[-1]}", file.url, dest)
+
+
+def _copy_verified(source: Path, file: PretrainedFile, dest: Path, manifest: Path) -> Path:
+    """Copy a mirror's file into the cache after checking it is the released one (a real
+    copy: moving or deleting the mirror later breaks nothing)."""
+    import shutil
+
+    received = source.stat().st_size
+    if received != file.size:
+        raise ChecksumError(f"{source} has {received} bytes, but {manifest} expects {file.size} for {file.name}",
+                            file.url, source, file.sha256, None)
+    actual = sha256_of(source)
+    if actual != file.sha256:
+        raise ChecksumError(
+            f"{source} has sha256 {actual}, but {manifest} expects {file.sha256} for {file.name}",
+            file.url, source, file.sha256, actual,
+        )
+    if dest.is_dir():
+        raise DownloadError(f"cannot place {file.name} at {dest}: a directory is in the way; move it aside", file.url, dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    staging = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.download")
+    try:
+        shutil.copyfile(source, staging)
+        if sha256_of(staging) != file.sha256:  # the mirror changed while we copied
+            raise ChecksumError(f"{source} changed while it was copied; try again", file.url, source, file.sha256, None)
+        if dest.is_symlink():
+            dest.unlink()  # a link left by an older zoo
+        os.replace(staging, dest)
+    finally:
+        staging.unlink(missing_ok=True)
+    return dest
+
+
+def _remove_empty_tree(directory: Path) -> None:
+    for path in sorted(directory.glob("**/*"), reverse=True):
+        if path.is_dir() and not any(path.iterdir()):
+            path.rmdir()
+    if directory.is_dir() and not any(directory.iterdir()):
+        directory.rmdir()
+
+
+# ---------------------------------------------------------------------------- validation
+def _parse_manifest(raw: Any, path: Path) -> dict[str, PretrainedEntry]:
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{path}: expected a JSON object with 'format' and 'models'")
+    if raw.get("format") != MANIFEST_FORMAT:
+        raise ManifestError(f"{path}: 'format' must be {MANIFEST_FORMAT}, got {raw.get('format')!r}")
+    models = raw.get("models")
+    if not isinstance(models, list):
+        raise ManifestError(f"{path}: 'models' must be a list")
+    entries: dict[str, PretrainedEntry] = {}
+    for index, item in enumerate(models):
+        entry = _parse_entry(item, f"{path}: models[{index}]", path)
+        if entry.name in entries:
+            raise ManifestError(f"{path}: duplicate model name {entry.name!r}")
+        entries[entry.name] = entry
+    return entries
+
+
+def _parse_entry(raw: Any, where: str, path: Path) -> PretrainedEntry:
+    _check_keys(raw, _ENTRY_REQUIRED, _ENTRY_OPTIONAL, where)
+    where = f"{where} ({raw['name']!r})"
+    for key in ("name", "model_class", "training_data", "license", "description", "training_cost", "card"):
+        if key in raw and not isinstance(raw[key], str) and not (key == "card" and raw[key] is None):
+            raise ManifestError(f"{where}: {key!r} must be a string")
+    _check_name(raw["name"], "model name", where)
+    if not isinstance(raw["metrics"], dict):
+        raise ManifestError(f"{where}: 'metrics' must be an object")
+    if not isinstance(raw["files"], list) or not raw["files"]:
+        raise ManifestError(f"{where}: 'files' must be a non-empty list")
+    files = tuple(_parse_file(item, f"{where}: files[{i}]") for i, item in enumerate(raw["files"]))
+    names = [f.name for f in files]
+    if len(set(names)) != len(names):
+        raise ManifestError(f"{where}: duplicate file names in {names}")
+    folders = {name.split("/")[0] for name in names if "/" in name}
+    clash = sorted(folders & set(names))
+    if clash:
+        raise ManifestError(f"{where}: {clash[0]!r} is both a file and the folder of another file")
+    return PretrainedEntry(
+        name=raw["name"], model_class=raw["model_class"], files=files, training_data=raw["training_data"],
+        metrics=dict(raw["metrics"]), license=raw["license"], description=raw.get("description", ""),
+        training_cost=raw.get("training_cost", ""), card=raw.get("card"), manifest=path,
+    )
+
+
+def _parse_file(raw: Any, where: str) -> PretrainedFile:
+    _check_keys(raw, _FILE_FIELDS, (), where)
+    name, url, sha256, size = (raw[key] for key in _FILE_FIELDS)
+    if not isinstance(name, str):
+        raise ManifestError(f"{where}: 'name' must be a string")
+    _check_file_name(name, where)
+    if not isinstance(url, str) or not url:
+        raise ManifestError(f"{where}: 'url' must be a non-empty string")
+    scheme = urlparse(url).scheme
+    if _has_scheme(url) and scheme not in URL_SCHEMES:
+        raise ManifestError(f"{where}: unsupported URL scheme {scheme!r}; use {', '.join(URL_SCHEMES)} or a relative path")
+    if scheme == "hf":
+        try:
+            parse_hf_url(url)
+        except ValueError as error:
+            raise ManifestError(f"{where}: {error}") from None
+    if not _has_scheme(url) and ".." in Path(url).parts:
+        raise ManifestError(f"{where}: a relative url may not leave the release root, got {url!r}")
+    if not _has_scheme(url) and Path(url).is_absolute():
+        raise ManifestError(f"{where}: local files must be relative to the manifest's directory, got {url!r}")
+    if not isinstance(sha256, str) or not _SHA256.fullmatch(sha256):
+        raise ManifestError(f"{where}: 'sha256' must be 64 lowercase hex characters, got {sha256!r}")
+    if not isinstance(size, int) or isinstance(size, bool) or size < 0:
+        raise ManifestError(f"{where}: 'size' must be a non-negative integer (bytes), got {size!r}")
+    return PretrainedFile(name, url, sha256, size)
+
+
+def _check_keys(raw: Any, required: tuple[str, ...], optional: tuple[str, ...], where: str) -> None:
+    """Missing and unknown keys both fail: a typo such as 'sha265' must not pass silently."""
+    if not isinstance(raw, dict):
+        raise ManifestError(f"{where}: expected an object, got {type(raw).__name__}")
+    missing = [key for key in required if key not in raw]
+    if missing:
+        raise ManifestError(f"{where}: missing field(s) {', '.join(map(repr, missing))}")
+    unknown = sorted(set(raw) - set(required) - set(optional))
+    if unknown:
+        raise ManifestError(f"{where}: unknown field(s) {', '.join(map(repr, unknown))}")
+
+
+def _check_name(name: str, what: str, where: str) -> None:
+    """Names become cache paths, so they may not contain separators or start with a dot."""
+    if not _SAFE_NAME.fullmatch(name):
+        raise ManifestError(f"{where}: {what} {name!r} may only use letters, digits, '.', '_' and '-'")
+
+
+def _check_file_name(name: str, where: str) -> None:
+    """File names become paths in the cache: safe parts, and at most one subfolder, which
+    save_pretrained directories use for their tokenizer (``tokenizer/tokenizer.json``)."""
+    parts = name.split("/")
+    if len(parts) > 2 or not all(_SAFE_NAME.fullmatch(part) for part in parts):
+        raise ManifestError(f"{where}: file name {name!r} may only use letters, digits, '.', '_' and '-', "
+                            "with at most one '/' for a subfolder")
+
+
+def _has_scheme(url: str) -> bool:
+    """True for URLs; False for relative or absolute paths (a one-letter scheme is a drive)."""
+    return len(urlparse(url).scheme) > 1

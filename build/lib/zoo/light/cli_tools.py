@@ -1,0 +1,247 @@
+"""``zoo light sim``, ``zoo light stats`` and ``zoo eval light``: argument parsing and handlers.
+
+Kept apart from :mod:`zoo.light.commands` (the ``examples`` tool) so each file stays small.
+Heavy imports (torch, models) happen inside the handlers: ``zoo --help`` stays fast.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+
+from zoo.light.features import FEATURE_SETS
+from zoo.light.records import LightDataError
+from zoo.light.release import SPLITS
+
+BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "light-fasttext",
+             "candidates-only": "light-candidates-only"}
+PRESETS = ("full", "small", "tiny")
+
+
+def _source_arguments(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("corpus")
+    group.add_argument("--source", choices=("auto", "official", "sim"), default="auto",
+                       help="official release, LIGHT-sim, or auto: official when present, else LIGHT-sim")
+    group.add_argument("--data-dir", help="directory with the release files / environment (default $ZOO_DATA_DIR/light)")
+    group.add_argument("--download", action="store_true", help="download missing release files")
+    group.add_argument("--sim-dir", help="an existing LIGHT-sim corpus directory (from `zoo light sim`)")
+    group.add_argument("--sim-preset", choices=PRESETS, default="full",
+                       help="size of the LIGHT-sim corpus generated into the cache (full = the paper's Table 1)")
+    group.add_argument("--sim-seed", type=int, default=0)
+
+
+def _sim_config(args):
+    from zoo.light.sim import SimConfig
+
+    return SimConfig.preset(args.sim_preset, seed=args.sim_seed)
+
+
+def _fail(command: str, error: Exception) -> int:
+    print(f"zoo {command}: error: {error}", file=sys.stderr)
+    return 2
+
+
+# ------------------------------------------------------------------------------------ sim
+def add_sim_command(commands) -> None:
+    sim = commands.add_parser(
+        "sim", help="generate a LIGHT-sim corpus (a stand-in for the LIGHT dialogues)",
+        description="Generate LIGHT-format dialogues from the LIGHT world with the game engine. The corpus is a "
+        "stand-in for the real dialogues: label every number measured on it LIGHT-sim.")
+    sim.add_argument("--out", required=True, help="output directory (replaced atomically)")
+    sim.add_argument("--preset", choices=PRESETS, default="full")
+    sim.add_argument("--seed", type=int, default=0)
+    sim.add_argument("--world", choices=("auto", "official", "environment-full", "environment-flat", "authored"),
+                     default="auto", help="which LIGHT world to play in (auto: the richest available)")
+    sim.add_argument("--data-dir", help="directory holding the environment files (default $ZOO_DATA_DIR/light)")
+    sim.add_argument("--json", action="store_true", help="print the manifest as JSON last")
+    sim.set_defaults(handler=run_sim)
+
+
+def run_sim(args) -> int:
+    from zoo.files import check_replaceable
+    from zoo.light.environment import load_world
+    from zoo.light.sim import SimConfig, generate_corpus, load_manifest, write_corpus
+
+    try:
+        check_replaceable(args.out)  # before minutes of generation, not after
+        config = SimConfig.preset(args.preset, seed=args.seed, world=args.world)
+        start = time.perf_counter()
+        world = load_world(args.data_dir, args.world)
+        splits = generate_corpus(config, world)
+        seconds = time.perf_counter() - start
+        directory = write_corpus(splits, args.out, config, world, {"generate_seconds": round(seconds, 2)})
+    except (LightDataError, OSError, ValueError) as error:
+        return _fail("light sim", error)
+    manifest = load_manifest(directory)
+    print(f"LIGHT-sim corpus ({world.source} world) written to {directory}: "
+          + ", ".join(f"{k} {v}" for k, v in manifest["dialogues"].items()) + f" dialogues in {seconds:.1f}s")
+    if args.json:
+        print(json.dumps(manifest))
+    return 0
+
+
+# ------------------------------------------------------------------------------------ stats
+def add_stats_command(commands) -> None:
+    stats = commands.add_parser("stats", help="Table 1 statistics of a LIGHT corpus",
+                                description="Per split: locations, objects, characters, dialogues, utterances, "
+                                "emotes, actions, vocabulary size and utterance length, beside the paper's Table 1.")
+    _source_arguments(stats)
+    stats.add_argument("--pickle", help="one dialogue pickle in the release schema (reported as split 'all')")
+    stats.add_argument("--no-verify", action="store_true", help="skip the sha256 check of --pickle")
+    stats.add_argument("--json", action="store_true", help="print the statistics as JSON last")
+    stats.set_defaults(handler=run_stats)
+
+
+def run_stats(args) -> int:
+    from zoo.light.stats import corpus_stats, format_comparison, format_table
+
+    try:
+        if args.pickle:
+            from zoo.light.release import load_episodes
+
+            splits, label = {"all": load_episodes(args.pickle, verify=not args.no_verify)}, Path(args.pickle).name
+        else:
+            from zoo.light.datamodule import LightDataModule
+
+            module = LightDataModule(source=args.source, data_dir=args.data_dir, sim=_sim_config(args),
+                                     sim_dir=args.sim_dir, download=args.download)
+            splits, label = module.episodes(), module.label
+        stats = corpus_stats(splits)
+    except (LightDataError, OSError, pickle.UnpicklingError, ValueError) as error:
+        return _fail("light stats", error)
+    print(format_table(stats, label))
+    if all(split in stats for split in SPLITS):
+        print()
+        print(format_comparison(stats, label))
+    if args.json:
+        print(json.dumps({"data": label, "splits": {k: v.as_dict() for k, v in stats.items()}}))
+    return 0
+
+
+# ------------------------------------------------------------------------------------ eval
+def add_eval_command(eval_subparsers) -> None:
+    evaluate = eval_subparsers.add_parser(
+        "light", help="R@1 (dialogue) or accuracy (action, emote) of a LIGHT ranker",
+        description="Evaluate a baseline (random, ir, fasttext, candidates-only) or a saved model directory on a "
+        "LIGHT task and split. ir is fitted and fasttext trained on the train split first. The JSON object printed "
+        "last holds r_at_1 (dialogue) or accuracy (action, emote), n, and data (LIGHT or LIGHT-sim).")
+    evaluate.add_argument("--model", default="random",
+                          help="random | ir | fasttext | candidates-only | a save_pretrained directory or released name")
+    evaluate.add_argument("--task", choices=("dialogue", "action", "emote"), default="dialogue")
+    evaluate.add_argument("--split", choices=SPLITS, default="test")
+    evaluate.add_argument("--features", choices=sorted(FEATURE_SETS), default="parlai_default",
+                          help="named grounding feature set (default: ParlAI's DefaultTeacher text)")
+    _source_arguments(evaluate)
+    evaluate.add_argument("--epochs", type=int, default=5, help="training epochs of fasttext / candidates-only")
+    evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
+    evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
+    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split")
+    evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
+    evaluate.add_argument("--generations", type=int, default=100,
+                          help="generative models: examples decoded for unigram F1 (perplexity uses all)")
+    evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    evaluate.set_defaults(handler=run_eval)
+
+
+def load_ranker(name: str, seed: int = 0):
+    """A baseline by short name (fresh), else a ``save_pretrained`` directory or released name."""
+    from zoo.grounded import Grounded
+    from zoo.registry import create_model
+
+    if name in BASELINES:
+        return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
+    model = Grounded.from_pretrained(name)
+    if model.domain != "light":
+        raise ValueError(f"{name} is a {type(model).__name__}, a {model.domain or 'non-LIGHT'} model; "
+                         f"LIGHT commands take a LIGHT ranker")
+    return model
+
+
+def run_eval(args) -> int:
+    import lightning as L
+
+    from zoo.files import check_replaceable
+    from zoo.light.datamodule import LightDataModule
+    from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir
+
+    try:
+        if args.save:
+            check_replaceable(args.save)
+        module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
+                                 sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
+        module.prepare_data()
+        L.seed_everything(args.seed, verbose=False)  # before the model: its initial weights too
+        model = load_ranker(args.model, args.seed)
+        extra: dict = {}
+        kind = type(model).__name__
+        if kind == "IRRanker" and not model.fitted:
+            fit_ir(model, module)
+        elif kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in BASELINES:
+            extra = fit_fasttext(model, module, epochs=args.epochs, batch_size=args.batch_size)
+        if args.save:
+            model.save_pretrained(args.save)
+        result = evaluate_ranker(model, module.dataset(args.split), args.task)
+        if hasattr(model, "generate") and hasattr(model, "gold_nll"):
+            from zoo.light.evaluate import evaluate_generation
+
+            result.update(evaluate_generation(model, module.dataset(args.split), args.generations))
+    except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
+        return _fail("eval light", error)
+    metric = "r_at_1" if args.task == "dialogue" else "accuracy"
+    summary = {"model": args.model, "task": args.task, "split": args.split, "features": args.features,
+               "data": module.label, **result, **extra}
+    generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
+    print(f"{module.label} {args.split}, {args.task} ({args.features}), {args.model}: {metric} "
+          f"{result[metric]:.4f} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, n {result['n']}{generative}",
+          file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+# ------------------------------------------------------------------------------------ generate
+def add_generate_command(commands) -> None:
+    generate = commands.add_parser(
+        "generate", help="print a context, its gold and a generative model's beam output",
+        description="Decode the next line of one example with a generative model (light-generative or a "
+        "save_pretrained directory of one): prints the context, the gold label and the beam-search output.")
+    generate.add_argument("--model", default="light-generative", help="released name or save_pretrained directory")
+    generate.add_argument("--task", choices=("dialogue", "action", "emote"), default="dialogue")
+    generate.add_argument("--split", choices=SPLITS, default="valid")
+    generate.add_argument("--index", type=int, default=0, help="example index within the split")
+    generate.add_argument("--features", choices=sorted(FEATURE_SETS), default="parlai_default")
+    generate.add_argument("--beam-size", type=int, default=None, help="default: the model's (5)")
+    _source_arguments(generate)
+    generate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    generate.set_defaults(handler=run_generate)
+
+
+def run_generate(args) -> int:
+    from zoo.light.datamodule import LightDataModule
+
+    try:
+        module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
+                                 sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download)
+        module.prepare_data()
+        dataset = module.dataset(args.split)
+        if not 0 <= args.index < len(dataset):
+            raise ValueError(f"--index must be in 0..{len(dataset) - 1} for {args.split}")
+        model = load_ranker(args.model)
+        if not hasattr(model, "generate"):
+            raise ValueError(f"{args.model} is a {type(model).__name__}, which ranks but does not generate")
+        item = dataset[args.index]
+        output = model.generate([item.context], beam_size=args.beam_size)[0]
+    except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
+        return _fail("light generate", error)
+    gold = item.candidates[item.label]
+    human = sys.stderr if args.json else sys.stdout
+    print(f"{module.label} {args.split} example {args.index} ({args.task})\n--- context\n{item.context}\n"
+          f"--- gold\n{gold}\n--- {args.model}\n{output}", file=human)
+    if args.json:
+        print(json.dumps({"data": module.label, "split": args.split, "index": args.index, "task": args.task,
+                          "context": item.context, "gold": gold, "generated": output}))
+    return 0

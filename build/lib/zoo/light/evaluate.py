@@ -1,0 +1,105 @@
+"""Evaluate and fit LIGHT rankers on a :class:`~zoo.light.datamodule.LightDataModule` split.
+
+The metric follows the task: ``r_at_1`` (R@1 over the 20 candidates) for dialogue,
+``accuracy`` (R@1 over the available actions or the 22 emotes) for action and emote; ``mrr``
+is reported beside it. Results carry ``data`` (``LIGHT`` or ``LIGHT-sim``) so no number
+travels without its corpus.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any, Iterable, Sequence
+
+import torch
+
+from zoo.light.datamodule import LightDataModule, LightDataset
+from zoo.light.examples import LightExample, label_type
+from zoo.light.metrics import MeanReciprocalRank, RecallAtK
+
+
+def metric_name(task: str) -> str:
+    """``r_at_1`` for dialogue, ``accuracy`` for action and emote (the paper's metrics)."""
+    return "r_at_1" if label_type(task) == "speech" else "accuracy"
+
+
+@torch.no_grad()
+def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256) -> dict[str, Any]:
+    """R@1 / accuracy and MRR of ``model.score`` over every example of ``dataset``."""
+    recall, mrr = RecallAtK(1), MeanReciprocalRank()
+    if hasattr(model, "eval"):
+        model.eval()
+    for start in range(0, len(dataset), batch_size):
+        items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
+        scores = model.score([i.context for i in items], [list(i.candidates) for i in items])
+        target = torch.tensor([i.label for i in items], dtype=torch.long)
+        recall.update(scores, target)
+        mrr.update(scores, target)
+    n = len(dataset)
+    if n == 0:
+        raise ValueError("the split has no examples for this task")
+    mean_candidates = sum(len(e.candidates) for e in dataset.examples) / n
+    return {
+        metric_name(task): round(float(recall.compute()), 6),
+        "mrr": round(float(mrr.compute()), 6),
+        "n": n,
+        "chance": round(sum(1.0 / len(e.candidates) for e in dataset.examples) / n, 6),
+        "mean_candidates": round(mean_candidates, 3),
+    }
+
+
+@torch.no_grad()
+def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 100, batch_size: int = 16) -> dict[str, Any]:
+    """What a generative model adds to ranking: ``ppl`` (token perplexity of the golds, as
+    ParlAI: one exponential of the corpus-level mean NLL), ``word_ppl`` (the same NLL per
+    gold word plus its end, comparable across vocabularies) over every example, and unigram
+    ``f1`` of the beam-search output on the first ``generations`` examples."""
+    from zoo.light.generation_metrics import Perplexity, UnigramF1
+
+    ppl, word_ppl, f1 = Perplexity(), Perplexity(), UnigramF1()
+    model.eval()
+    for start in range(0, len(dataset), batch_size):
+        items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
+        batch = model.transfer_batch_to_device(model.collate(items), model.device, 0)
+        nll, tokens = model.gold_nll(batch)
+        ppl.update(nll.sum(), tokens.sum())
+        word_ppl.update(nll.sum(), batch["target_words"].sum())
+        budget = generations - int(f1.total)
+        if budget > 0:
+            f1.update(model.generate(batch["contexts"][:budget]), batch["golds"][:budget])
+    result = {"ppl": round(float(ppl.compute()), 4), "word_ppl": round(float(word_ppl.compute()), 4)}
+    if f1.total:
+        result.update(f1=round(float(f1.compute()), 6), f1_n=int(f1.total))
+    return result
+
+
+def ir_training_texts(examples: Sequence[LightExample]) -> Iterable[str]:
+    """What IR's TF-IDF weights are fitted on: every training example's text and label."""
+    for example in examples:
+        yield example.text
+        yield example.label
+
+
+def fit_ir(model: Any, datamodule: LightDataModule) -> Any:
+    """Fit an :class:`~zoo.models.light_baselines.IRRanker` on the train split."""
+    return model.fit(ir_training_texts(datamodule.examples("train")))
+
+
+def fit_fasttext(model: Any, datamodule: LightDataModule, epochs: int = 5, batch_size: int = 256,
+                 validate: bool = False, progress: bool = False) -> dict[str, float]:
+    """Train a fastText-style ranker with a Lightning Trainer on the train split."""
+    import lightning as L
+
+    previous = datamodule.collate, datamodule.batch_size
+    datamodule.collate, datamodule.batch_size = model.collate, batch_size
+    trainer = L.Trainer(
+        max_epochs=epochs, accelerator="cpu", devices=1, logger=False, enable_checkpointing=False,
+        enable_progress_bar=progress, enable_model_summary=False, num_sanity_val_steps=0,
+        limit_val_batches=1.0 if validate else 0,
+    )
+    start = time.perf_counter()
+    try:
+        trainer.fit(model, datamodule=datamodule)
+    finally:
+        datamodule.collate, datamodule.batch_size = previous
+    return {"train_seconds": round(time.perf_counter() - start, 1), "epochs": epochs}

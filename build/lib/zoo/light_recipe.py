@@ -1,0 +1,107 @@
+"""The one training script behind every LIGHT ranker recipe (StarSpace, MemNet, bi- and cross-ranker).
+
+``recipes/light_bi.py`` and its siblings only name their YAML; this module reads it (with
+``--config`` files and dotted overrides), builds the :class:`LightDataModule` and the model,
+trains with a Lightning Trainer (any ``trainer.*`` option: ``devices``, ``strategy=ddp``,
+``num_nodes``, ``precision``), keeps the best epoch by validation R@1, tests on seen and
+unseen test (metrics reduced over all ranks), exports the best model with
+``save_pretrained`` to ``<run_dir>/pretrained`` and writes ``<run_dir>/results.json``.
+A run directory that already holds ``checkpoints/last.ckpt`` resumes from it.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import lightning as L
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.experiment import (
+    checkpointing,
+    load_config,
+    load_run_checkpoint,
+    make_logger,
+    make_trainer,
+    resume_path,
+    start_run,
+)
+from zoo.files import atomic_write_text
+from zoo.light.datamodule import LightDataModule
+from zoo.registry import create_model
+
+log = logging.getLogger("zoo.light_recipe")
+MONITOR = "valid/r_at_1"
+
+
+def recipe_configs(recipe_file: str | Path) -> list[Path]:
+    """A recipe's YAML files: the shared ``recipes/light_common.yaml``, then its own."""
+    own = Path(recipe_file).with_suffix(".yaml")
+    return [own.parent / "light_common.yaml", own]
+
+
+def make_datamodule(config: DictConfig, collate) -> LightDataModule:
+    data = config.data
+    limit = OmegaConf.to_container(data.limit) if isinstance(data.limit, DictConfig) else data.limit
+    return LightDataModule(task=data.task, features=data.features, source=data.source, data_dir=data.data_dir,
+                           sim=data.sim_preset, sim_dir=data.sim_dir, batch_size=data.batch_size,
+                           eval_batch_size=data.eval_batch_size, collate=collate, num_workers=data.num_workers,
+                           limit=limit)
+
+
+def make_model(config: DictConfig):
+    options = OmegaConf.to_container(config.model.options, resolve=True) if config.model.get("options") else {}
+    return create_model(config.model.name, **options)
+
+
+def load_best(trainer: L.Trainer, model, callbacks: list, run_dir: Path) -> str | None:
+    """Load the best validation checkpoint's weights into ``model`` (on every rank)."""
+    best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) == MONITOR and c.best_model_path),
+                None)
+    if best:
+        state = load_run_checkpoint(best, run_dir)
+        model.on_load_checkpoint(state)
+        model.load_state_dict(state["state_dict"])
+    return best
+
+
+def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], extra_callbacks: Sequence = ()) -> dict[str, Any]:
+    """Train, test and export one LIGHT ranker; returns the results written to results.json."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = load_config(default_config, argv)
+    run_dir = start_run(config)
+
+    model = make_model(config)
+    datamodule = make_datamodule(config, model.collate)
+    datamodule.prepare_data()
+    model.setup_from_data(datamodule.dataset("train"))
+
+    callbacks = [*extra_callbacks, *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=MONITOR,
+                                                  mode="max")]
+    trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
+    start = time.perf_counter()
+    trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir))
+    train_seconds = time.perf_counter() - start
+    best = load_best(trainer, model, callbacks, run_dir)
+
+    results: dict[str, Any] = {
+        "model": config.model.name, "task": config.data.task, "features": config.data.features,
+        "data": datamodule.label, "best_checkpoint": best, "train_seconds": round(train_seconds, 1),
+        "train_examples": len(datamodule.dataset("train")), "epochs": trainer.current_epoch,
+        "global_step": trainer.global_step, "batch_size": config.data.batch_size, "world_size": trainer.world_size,
+        "accelerator": type(trainer.accelerator).__name__, "precision": str(trainer.precision),
+    }
+    if config.get("test", True):
+        for metrics in trainer.test(model, datamodule=datamodule, verbose=False):
+            results.update({k: round(float(v), 6) for k, v in metrics.items()})
+    if trainer.is_global_zero:
+        if config.get("export", True):
+            model.save_pretrained(run_dir / "pretrained")
+            results["pretrained"] = str(run_dir / "pretrained")
+        atomic_write_text(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
+        log.info("results: %s", json.dumps(results))
+    return results

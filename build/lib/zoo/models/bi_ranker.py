@@ -1,0 +1,196 @@
+"""``BiRanker``: the BERT bi-ranker of Urbanek et al. (2019, §4; Humeau et al.'s bi-encoder).
+
+Context and candidate are encoded apart, each by a transformer whose first output token goes
+through a linear layer to a ``embedding_dim`` vector; the score is their dot product. Because
+candidates never see the context, their embeddings can be computed once and reused: the 22
+emotes, or 100k utterances to retrieve from (:meth:`BiRanker.index_candidates`,
+:meth:`BiRanker.retrieve`). Training ranks the gold against the example's candidates plus the
+other examples' golds (in-batch negatives).
+
+    >>> from zoo import BiRanker
+    >>> model = BiRanker()                         # the embedded all-MiniLM-L6-v2 encoders
+    >>> model.rank("_self_name dog\\n_partner_say Hello!", ["Woof, hello.", "I sell swords."])
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import torch
+
+from zoo.light.datamodule import LightItem
+from zoo.models.backbone import TOKENIZER_DIR, TextEncoder, load_encoder, load_tokenizer
+from zoo.models.candidate_cache import CandidateCache, RetrievalIndex, weights_stamp
+from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
+from zoo.registry import register_model
+
+
+def _progress(iterable, total: int, enabled: bool, description: str):
+    if not enabled:
+        return iterable
+    from tqdm.auto import tqdm
+
+    return tqdm(iterable, total=total, desc=description, unit="batch")
+
+
+@register_model("light-bi-ranker")
+class BiRanker(NeuralRanker):
+    """Bi-encoder ranker; see the module docstring.
+
+    ``backbone``: AutoModel name or directory (``None``: the embedded all-MiniLM-L6-v2;
+    ``"bert-base-uncased"`` is the paper's, with ``allow_download=True`` or a local copy).
+    ``shared_encoder``: one transformer for contexts and candidates (the paper used two).
+    ``max_context_tokens``: the context's budget, of which the grounding header gets up to
+    ``max_grounding_tokens`` (kept from its start) and the latest dialogue lines the rest
+    (dialogue truncated from the left); ``max_candidate_tokens`` keeps a candidate's start. ``cache_candidates``: reuse candidate embeddings in evaluation.
+    """
+
+    inference_batch_size = 32
+
+    def __init__(self, backbone: str | None = None, backbone_config: dict | None = None, embedding_dim: int = 768,
+                 shared_encoder: bool = False, max_context_tokens: int = 256, max_candidate_tokens: int = 32,
+                 max_grounding_tokens: int = 128,
+                 learning_rate: float = 5e-5, weight_decay: float = 0.01, in_batch_negatives: bool = True,
+                 encode_batch_size: int = 128, cache_candidates: bool = True, allow_download: bool = False) -> None:
+        super().__init__()
+        self.save_hyperparameters()
+        context_model, tokenizer = load_encoder(backbone, backbone_config, allow_download)
+        self.context_encoder = TextEncoder(context_model, tokenizer, embedding_dim)
+        if shared_encoder:
+            self.candidate_encoder = self.context_encoder
+        else:
+            candidate_model, _ = load_encoder(backbone, backbone_config, allow_download)
+            self.candidate_encoder = TextEncoder(candidate_model, tokenizer, embedding_dim)
+        self.hparams["backbone_config"] = context_model.config.to_dict()
+        self.cache_candidates = cache_candidates
+        self.candidate_cache = CandidateCache(self.candidate_encoder)
+        self._index: RetrievalIndex | None = None
+
+    @property
+    def tokenizer(self):
+        return self.context_encoder.tokenizer
+
+    # ------------------------------------------------------------------ persistence
+    def save_extra_files(self, directory: Path) -> None:
+        self.tokenizer.save_pretrained(str(directory / TOKENIZER_DIR))
+
+    def load_extra_files(self, directory: Path) -> None:
+        tokenizer = load_tokenizer(directory)
+        self.context_encoder.tokenizer = self.candidate_encoder.tokenizer = tokenizer
+
+    # ------------------------------------------------------------------ batches
+    def collate(self, items: Sequence[LightItem]) -> dict[str, Any]:
+        """Tokenised contexts, the batch's distinct candidates (ids), and how each example's
+        candidate list indexes them."""
+        unique: dict[str, int] = {}
+        index = [unique.setdefault(c, len(unique)) for item in items for c in item.candidates]
+        texts = list(unique)
+        counts = torch.tensor([len(item.candidates) for item in items], dtype=torch.long)
+        starts = torch.cumsum(counts, 0) - counts
+        labels = torch.tensor([item.label for item in items], dtype=torch.long)
+        flat_index = torch.tensor(index, dtype=torch.long)
+        context_ids = self._context_ids([item.context for item in items])
+        return {
+            "context_tokens": self.context_encoder.single(context_ids, self.hparams.max_context_tokens, keep="end"),
+            "candidate_texts": texts,
+            "candidate_ids": self.candidate_encoder.ids(texts) if texts else [],
+            "candidate_index": flat_index,
+            "counts": counts,
+            "labels": labels,
+            "gold_index": flat_index[starts + labels] if len(items) else labels,
+        }
+
+    # ------------------------------------------------------------------ encoding
+    def _context_ids(self, contexts: Sequence[str]) -> list[list[int]]:
+        hp = self.hparams
+        return self.context_encoder.context_ids(contexts, hp.max_context_tokens, hp.max_grounding_tokens)
+
+    def _encode_ids(self, ids: Sequence[Sequence[int]]) -> torch.Tensor:
+        size = self.hparams.encode_batch_size
+        parts = [self.candidate_encoder(self._to_device(
+            self.candidate_encoder.single(ids[i: i + size], self.hparams.max_candidate_tokens, keep="start")))
+            for i in range(0, len(ids), size)]
+        return torch.cat(parts) if parts else torch.zeros(0, self.hparams.embedding_dim, device=self.device)
+
+    def _to_device(self, tokens: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+        return {k: v.to(self.device) for k, v in tokens.items()}
+
+    @torch.no_grad()
+    def encode_candidates(self, texts: Sequence[str]) -> torch.Tensor:
+        """Candidate embeddings ``[N, D]`` (no cache)."""
+        return self._encode_ids(self.candidate_encoder.ids(list(texts)))
+
+    @torch.no_grad()
+    def encode_contexts(self, texts: Sequence[str]) -> torch.Tensor:
+        """Context embeddings ``[N, D]`` (the latest ``max_context_tokens`` of each)."""
+        ids = self._context_ids(list(texts))
+        size = self.hparams.encode_batch_size
+        parts = [self.context_encoder(self._to_device(
+            self.context_encoder.single(ids[i: i + size], self.hparams.max_context_tokens, keep="end")))
+            for i in range(0, len(ids), size)]
+        return torch.cat(parts) if parts else torch.zeros(0, self.hparams.embedding_dim, device=self.device)
+
+    def _candidate_embeddings(self, batch: dict[str, Any]) -> torch.Tensor:
+        """One embedding per (example, candidate) pair, flattened in example order."""
+        ids, index = batch["candidate_ids"], batch["candidate_index"]
+        if self.training:  # the batch's distinct candidates once, with gradients
+            return self._encode_ids(ids)[index]
+        if self.cache_candidates:
+            texts = batch["candidate_texts"]
+            lookup = {t: i for i, t in enumerate(texts)}
+            unique = self.candidate_cache.lookup(texts, lambda missing: self._encode_ids([ids[lookup[t]] for t in missing]))
+            return unique[index]
+        return self._encode_ids([ids[i] for i in index.tolist()])  # every example's list, as given
+
+    # ------------------------------------------------------------------ scores
+    def forward(self, batch: dict[str, Any]) -> torch.Tensor:
+        contexts = self.context_encoder(batch["context_tokens"])
+        counts = batch["counts"]
+        candidates = self._candidate_embeddings(batch)
+        return pad_candidate_scores((contexts[candidate_owner(counts)] * candidates).sum(-1), counts)
+
+    def training_scores(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+        """Each context against the batch's distinct candidates; allowed are its own candidates
+        and (with ``in_batch_negatives``) every example's gold."""
+        contexts = self.context_encoder(batch["context_tokens"])
+        scores = contexts @ self._encode_ids(batch["candidate_ids"]).T
+        allowed = torch.zeros_like(scores, dtype=torch.bool)
+        allowed[candidate_owner(batch["counts"]), batch["candidate_index"]] = True
+        if self.hparams.in_batch_negatives:
+            allowed[:, batch["gold_index"]] = True
+        return scores.masked_fill(~allowed, float("-inf")), batch["gold_index"]
+
+    # ------------------------------------------------------------------ retrieval
+    @torch.no_grad()
+    def index_candidates(self, texts: Sequence[str], progress: bool = True) -> RetrievalIndex:
+        """Encode a large candidate set once (e.g. every training utterance) for :meth:`retrieve`."""
+        was_training = self.training
+        self.eval()
+        texts = list(dict.fromkeys(texts))
+        ids = self.candidate_encoder.ids(texts)
+        size = self.hparams.encode_batch_size
+        # Length-sorted batches waste little on padding: the index is built once, but it is big.
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]))
+        chunks = [order[i: i + size] for i in range(0, len(order), size)]
+        matrix = torch.empty(len(texts), self.hparams.embedding_dim, device=self.device)
+        for chunk in _progress(chunks, len(chunks), progress, "encoding candidates"):
+            matrix[chunk] = self._encode_ids([ids[i] for i in chunk])
+        self.train(was_training)
+        self._index = RetrievalIndex(texts, matrix, weights_stamp(self.candidate_encoder))
+        return self._index
+
+    @torch.no_grad()
+    def retrieve(self, contexts: str | Sequence[str], k: int = 10) -> list[list[tuple[str, float]]]:
+        """The ``k`` best indexed candidates for each context, ``(text, score)`` best first."""
+        if self._index is None:
+            raise RuntimeError("call index_candidates(texts) before retrieve()")
+        if self._index.stamp != weights_stamp(self.candidate_encoder):
+            raise RuntimeError("the weights changed since index_candidates(); index the candidates again")
+        was_training = self.training
+        self.eval()
+        queries = [contexts] if isinstance(contexts, str) else list(contexts)
+        results = self._index.search(self.encode_contexts(queries), k)
+        self.train(was_training)
+        return results
