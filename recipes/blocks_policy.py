@@ -85,7 +85,7 @@ def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, r
     if not policy.automatic_optimization:  # the policy clips each of its own steps
         trainer_config.gradient_clip_val = None
     trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
-    trainer.fit(policy, datamodule=datamodule, ckpt_path=resume_path(run_dir))
+    trainer.fit(policy, datamodule=datamodule, ckpt_path=resume_path(run_dir), weights_only=True)
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
     if best:
         state = load_run_checkpoint(best, run_dir)["state_dict"]
@@ -129,7 +129,7 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
             fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
         policy = BlockPolicy.from_pretrained(warmup_dir / "pretrained", **overrides)
     else:
-        return BlockPolicy(vocabulary, **config.model, **overrides)
+        return BlockPolicy(vocabulary, **{**config.model, **overrides})
     if bandit.reset_direction_head:
         torch.manual_seed(config.seed)
         policy.reset_direction_head()

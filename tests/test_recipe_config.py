@@ -37,9 +37,11 @@ def test_good_overrides_and_open_values_pass():
     assert light.data.limit.valid == 2
 
 
-def test_light_recipe_options_are_checked_too():
+def test_light_model_options_are_checked_against_the_constructor():
+    from zoo.light_recipe import make_model
+
     with pytest.raises(SystemExit, match="did you mean 'model.options.learning_rate'"):
-        load_config(LIGHT, ["model.options.lerning_rate=1"])
+        make_model(load_config(LIGHT, ["model.options.lerning_rate=1"]))
 
 
 def test_recipe_help_lists_the_keys_and_exits_zero():

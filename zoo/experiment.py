@@ -19,9 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
 
-OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes")
-"""Keys whose value is a mapping from split names to sizes: any split may be named there
-(the data module checks the names)."""
+OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes", "model.options")
+"""Mappings whose keys another part checks: split names to sizes (the data module checks the
+names), a model's constructor arguments (the recipe checks them against the constructor)."""
 
 
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:

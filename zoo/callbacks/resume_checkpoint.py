@@ -41,6 +41,6 @@ class ResumeCheckpoint(Checkpoint):
             return
         self._last_saved_step = trainer.global_step
         staging = self.path.with_name(f".{self.path.name}.partial")
-        trainer.save_checkpoint(staging)
+        trainer.save_checkpoint(staging, weights_only=False)  # everything a resumed run needs
         if trainer.is_global_zero:
             os.replace(staging, self.path)  # never a half-written last.ckpt

@@ -3,36 +3,45 @@
 >>> import zoo
 >>> zoo.list_models("blocks-*")
 >>> policy = zoo.create_model("blocks-random", seed=1)
+>>> from zoo import BiRanker
+
+Names are imported on first use (PEP 562): ``import zoo`` and ``zoo --help`` do not load
+Lightning, torch or transformers until a model or data module is asked for.
 """
 
-from zoo.blocks.datamodule import BlocksDataModule
-from zoo.grounded import Grounded
-from zoo.hub import list_pretrained
-from zoo.models import (
-    BiRanker,
-    BlockPolicy,
-    CrossRanker,
-    DemonstrationPolicy,
-    GenerativeTransformer,
-    RandomPolicy,
-    StopPolicy,
-)
-from zoo.registry import create_model, list_models, load_pretrained
+from __future__ import annotations
+
+import importlib
 
 __version__ = "0.1.0"
 
-__all__ = [
-    "BiRanker",
-    "BlockPolicy",
-    "BlocksDataModule",
-    "CrossRanker",
-    "DemonstrationPolicy",
-    "GenerativeTransformer",
-    "Grounded",
-    "RandomPolicy",
-    "StopPolicy",
-    "create_model",
-    "list_models",
-    "list_pretrained",
-    "load_pretrained",
-]
+_EXPORTS = {
+    "BiRanker": "zoo.models",
+    "BlockPolicy": "zoo.models",
+    "BlocksDataModule": "zoo.blocks.datamodule",
+    "CrossRanker": "zoo.models",
+    "DemonstrationPolicy": "zoo.models",
+    "GenerativeTransformer": "zoo.models",
+    "Grounded": "zoo.grounded",
+    "LightDataModule": "zoo.light.datamodule",
+    "RandomPolicy": "zoo.models",
+    "StopPolicy": "zoo.models",
+    "create_model": "zoo.registry",
+    "list_models": "zoo.registry",
+    "list_pretrained": "zoo.hub",
+    "load_pretrained": "zoo.registry",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    if name in _EXPORTS:
+        value = getattr(importlib.import_module(_EXPORTS[name]), name)
+        globals()[name] = value  # later lookups skip this function
+        return value
+    raise AttributeError(f"module 'zoo' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

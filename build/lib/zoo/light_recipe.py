@@ -84,7 +84,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
                                                   mode="max")]
     trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
     start = time.perf_counter()
-    trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir))
+    trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir), weights_only=True)
     train_seconds = time.perf_counter() - start
     best = load_best(trainer, model, callbacks, run_dir)
 
