@@ -27,11 +27,11 @@ from zoo.callbacks import ContextualBanditLoop, DQNLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.experiment import (
     checkpointing,
+    fit_resuming,
     load_config,
     load_run_checkpoint,
     make_logger,
     make_trainer,
-    resume_path,
     start_run,
 )
 from zoo.models.block_policy import BlockPolicy
@@ -85,7 +85,7 @@ def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, r
     if not policy.automatic_optimization:  # the policy clips each of its own steps
         trainer_config.gradient_clip_val = None
     trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
-    trainer.fit(policy, datamodule=datamodule, ckpt_path=resume_path(run_dir), weights_only=True)
+    fit_resuming(trainer, policy, datamodule, run_dir)
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
     if best:
         state = load_run_checkpoint(best, run_dir)["state_dict"]

@@ -58,3 +58,18 @@ def test_blocks_procedural_sizes_are_validated():
         BlocksDataModule(source="procedural", procedural_sizes={"train:40": None})
     with pytest.raises(ValueError, match="positive integer"):
         BlocksDataModule(source="procedural", procedural_sizes={"train": 0})
+
+
+def test_resuming_with_another_model_configuration_is_one_line(tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPES / "blocks_policy.py")
+    recipe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(recipe)
+    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "model.embedding_dim=8",
+            "model.lstm_dim=8", "model.image_dim=8", "model.conv_channels=4", "model.block_embedding_dim=4",
+            "model.direction_embedding_dim=4", "model.hidden_dim=8", "evaluation.gifs=0", "logger.kind=none",
+            "trainer.max_epochs=1", "trainer.enable_progress_bar=false", f"run_dir={tmp_path}"]
+    recipe.main(tiny)
+    with pytest.raises(SystemExit, match="different model or data configuration"):
+        recipe.main([*tiny, "model.hidden_dim=16", "trainer.max_epochs=2"])

@@ -225,6 +225,19 @@ def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> 
     return torch.load(resolved, map_location="cpu", weights_only=True)
 
 
+def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
+    """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
+    checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
+    ckpt = resume_path(run_dir)
+    try:
+        trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
+    except RuntimeError as error:
+        if ckpt and ("size mismatch" in str(error) or "Missing key" in str(error) or "Unexpected key" in str(error)):
+            raise SystemExit(f"cannot resume {ckpt}: it was trained with a different model or data configuration "
+                             f"(e.g. another vocabulary); use a new run_dir, or the run's config.yaml") from None
+        raise
+
+
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
     output is not a terminal (background runs), to a progress bar otherwise."""

@@ -23,11 +23,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.experiment import (
     checkpointing,
+    fit_resuming,
     load_config,
     load_run_checkpoint,
     make_logger,
     make_trainer,
-    resume_path,
     start_run,
 )
 from zoo.files import atomic_write_text
@@ -100,7 +100,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
                                                   mode="max")]
     trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
     start = time.perf_counter()
-    trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir), weights_only=True)
+    fit_resuming(trainer, model, datamodule, run_dir)
     train_seconds = time.perf_counter() - start
     best = load_best(trainer, model, callbacks, run_dir)
 
