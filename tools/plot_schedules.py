@@ -55,10 +55,13 @@ def main() -> None:
     runs = curves(args.results)
     figure, axis = plt.subplots(figsize=(9, 5.5), dpi=120)
     summary = []
-    for key, points in runs.items():
+    colours = plt.get_cmap("tab20").colors
+    for index, (key, points) in enumerate(runs.items()):
         config = points[-1]["config"]
         name = label(config)
-        axis.plot([p["frames"] for p in points], [p["tuning_mean_error"] for p in points], marker="o", label=name)
+        bold = "sup-orig" in str(config.get("init_from"))  # the original's supervised start
+        axis.plot([p["frames"] for p in points], [p["tuning_mean_error"] for p in points], marker="o", label=name,
+                  color=colours[(2 * index) % 20 if index < 10 else (2 * index + 1) % 20], linewidth=3 if bold else 1.2)
         summary.append({"label": name, "config": config,
                         "curve": [{k: p[k] for k in ("episodes", "frames", "updates", "tuning_mean_error",
                                                       "train_episode_length")} for p in points]})
