@@ -29,6 +29,7 @@ while transformers divides by ``length ** penalty``, so equal penalties differ s
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,9 @@ from zoo.models.neural_ranker import (
     pad_candidate_scores,
 )
 from zoo.registry import register_model
+
+# EncoderDecoderModel warns on every training step that v4.12 moved the loss (we use the new way).
+warnings.filterwarnings("ignore", message="Version v4.12.0 introduces a better way to train encoder-decoder")
 
 START_POINTS = ("minilm", "scratch")
 SCRATCH_SPECIALS = ("<pad>", "<s>", "</s>", "<unk>")

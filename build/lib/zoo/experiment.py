@@ -19,9 +19,9 @@ from omegaconf import DictConfig, OmegaConf
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
 
-OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes")
-"""Keys whose value is a mapping from split names to sizes: any split may be named there
-(the data module checks the names)."""
+OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes", "model.options")
+"""Mappings whose keys another part checks: split names to sizes (the data module checks the
+names), a model's constructor arguments (the recipe checks them against the constructor)."""
 
 
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
@@ -223,6 +223,19 @@ def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> 
     if root not in resolved.parents:
         raise UnsafeDestinationError(f"refusing to load checkpoint {str(path)!r}: it lies outside the run directory {str(run_dir)!r}")
     return torch.load(resolved, map_location="cpu", weights_only=True)
+
+
+def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
+    """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
+    checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
+    ckpt = resume_path(run_dir)
+    try:
+        trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
+    except RuntimeError as error:
+        if ckpt and ("size mismatch" in str(error) or "Missing key" in str(error) or "Unexpected key" in str(error)):
+            raise SystemExit(f"cannot resume {ckpt}: it was trained with a different model or data configuration "
+                             f"(e.g. another vocabulary); use a new run_dir, or the run's config.yaml") from None
+        raise
 
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:

@@ -65,6 +65,27 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
     return directory
 
 
+STALE_SECONDS = 3600
+"""A staging directory untouched for this long belongs to a writer that was killed."""
+
+
+def remove_stale_staging(directory: Path, older_than: float = STALE_SECONDS) -> None:
+    """Delete the staging and set-aside siblings (``.<name>.<random>``) that a killed
+    :func:`replace_directory` left beside ``directory``, once they are ``older_than`` seconds old."""
+    import re
+    import time
+
+    ours = re.compile(re.escape(f".{directory.name}.") + r"(old\.)?[a-z0-9_]{8}")  # mkdtemp's names
+    now = time.time()
+    for leftover in directory.parent.glob(f".{directory.name}.*"):
+        try:
+            if ours.fullmatch(leftover.name) and leftover.is_dir() and not leftover.is_symlink() \
+                    and now - leftover.stat().st_mtime > older_than:
+                shutil.rmtree(leftover, ignore_errors=True)
+        except FileNotFoundError:
+            pass
+
+
 @contextmanager
 def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Iterator[Path]:
     """Yield an empty staging directory beside ``directory``; when the block succeeds, the
@@ -78,6 +99,7 @@ def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Ite
     """
     directory = check_replaceable(directory)
     directory.parent.mkdir(parents=True, exist_ok=True)
+    remove_stale_staging(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
     aside: Path | None = None
     try:

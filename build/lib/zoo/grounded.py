@@ -173,6 +173,7 @@ def check_against_weights(target: type, config: dict, weights: Path) -> None:
     try:
         with torch.device("meta"):
             skeleton = target(**config)
+            skeleton.load_extra_files(weights.parent)  # vocabularies that size embeddings
     except Exception as error:  # noqa: BLE001 - a config the constructor rejects
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
         raise ValueError(f"cannot build a {target.__name__} from {weights.parent / CONFIG_NAME}: {first}") from None

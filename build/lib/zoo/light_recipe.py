@@ -23,11 +23,11 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.experiment import (
     checkpointing,
+    fit_resuming,
     load_config,
     load_run_checkpoint,
     make_logger,
     make_trainer,
-    resume_path,
     start_run,
 )
 from zoo.files import atomic_write_text
@@ -54,7 +54,23 @@ def make_datamodule(config: DictConfig, collate) -> LightDataModule:
 
 
 def make_model(config: DictConfig):
+    """The model, its options checked against its constructor first (a typo names the
+    closest argument instead of failing after the data has loaded)."""
+    import difflib
+    import inspect
+
+    from zoo.registry import model_spec
+
     options = OmegaConf.to_container(config.model.options, resolve=True) if config.model.get("options") else {}
+    try:
+        accepted = set(inspect.signature(model_spec(config.model.name).cls.__init__).parameters) - {"self"}
+    except KeyError as error:
+        raise SystemExit(f"model.name: {error.args[0]}") from None
+    for key in options:
+        if key not in accepted:
+            close = difflib.get_close_matches(key, sorted(accepted), n=1)
+            hint = f"; did you mean 'model.options.{close[0]}'?" if close else ""
+            raise SystemExit(f"unknown config key 'model.options.{key}': {config.model.name} takes no such option{hint}")
     return create_model(config.model.name, **options)
 
 
@@ -84,7 +100,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
                                                   mode="max")]
     trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
     start = time.perf_counter()
-    trainer.fit(model, datamodule=datamodule, ckpt_path=resume_path(run_dir), weights_only=True)
+    fit_resuming(trainer, model, datamodule, run_dir)
     train_seconds = time.perf_counter() - start
     best = load_best(trainer, model, callbacks, run_dir)
 

@@ -13,10 +13,13 @@ from pathlib import Path
 
 import numpy as np
 
+from zoo.blocks.geometry import BOARD_HALF
 from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition
 from zoo.paths import cache_dir, domain_data_dir
 
 SPLITS = ("train", "dev", "test")
+MAX_HEIGHT = 1.0
+"""Blocks rest on the table (y = 0.1 in the release); anything far above it is not a board."""
 
 OFFICIAL_COMMIT = "798cba8"
 OFFICIAL_URL = "https://raw.githubusercontent.com/clic-lab/blocks/{commit}/BlockWorldSimulator/Assets/{file}"
@@ -64,8 +67,10 @@ def load_split(split: str, data_dir: str | os.PathLike | None = None, download: 
     path = locate_split(split, data_dir, download)
     try:
         raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
+    except (json.JSONDecodeError, UnicodeDecodeError) as error:
         raise BlocksDataError(f"{path} is not valid JSON: {error}") from error
+    except RecursionError:
+        raise BlocksDataError(f"{path}: JSON nested too deeply to be a Blocks split") from None
     episodes = parse_episodes(raw, source=str(path))
     return build_split(split, episodes)
 
@@ -117,7 +122,12 @@ def _parse_episode(episode, where: str) -> list[Transition]:
         raise BlocksDataError(f"{where}: decoration must be 'digit' or 'logo', got {decoration!r}")
     frames = _parse_frames(episode["states"], where)
     episode_id = str(episode.get("filename", where))
-    block_size = float(episode.get("side_length", 0.1524))
+    block_size = episode.get("side_length", 0.1524)
+    if isinstance(block_size, bool) or not isinstance(block_size, (int, float)) or not 0 < block_size < 1:
+        raise BlocksDataError(f"{where}: side_length must be a number between 0 and 1, got {block_size!r}")
+    block_size = float(block_size)
+    if not isinstance(episode["notes"], list):
+        raise BlocksDataError(f"{where}: 'notes' must be a list, got {type(episode['notes']).__name__}")
     transitions = []
     for note_index, note in enumerate(episode["notes"]):
         note_where = f"{where}, note {note_index}"
@@ -139,8 +149,12 @@ def _parse_frames(states, where: str) -> list[np.ndarray]:
             array = np.asarray(frame, dtype=np.float64)
         except (TypeError, ValueError) as error:
             raise BlocksDataError(f"{where}, frame {index}: blocks must be [x, y, z] numbers") from error
-        if array.ndim != 2 or array.shape[1] != 3 or not np.isfinite(array).all():
+        if array.ndim != 2 or array.shape[1] != 3:
             raise BlocksDataError(f"{where}, frame {index}: expected a list of [x, y, z] blocks, got shape {array.shape}")
+        if not np.isfinite(array).all() or np.abs(array[:, [0, 2]]).max(initial=0) > BOARD_HALF \
+                or np.abs(array[:, 1]).max(initial=0) > MAX_HEIGHT:
+            raise BlocksDataError(f"{where}, frame {index}: block coordinates must be finite and on the board "
+                                  f"(|x|, |z| <= {BOARD_HALF}, |y| <= {MAX_HEIGHT})")
         if len(array) > 20:
             raise BlocksDataError(f"{where}, frame {index}: {len(array)} blocks; the world holds at most 20")
         frames.append(array[:, [0, 2]].copy())
@@ -159,6 +173,8 @@ def _parse_note(note, frames, episode_id, decoration, block_size, where) -> Tran
         raise BlocksDataError(f"{where}: frames {start}->{finish} outside the episode's {len(frames)} frames")
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BlocksDataError(f"{where}: 'notes' must be a list of instruction strings")
+    if not isinstance(users, list):
+        raise BlocksDataError(f"{where}: 'users' must be a list, got {type(users).__name__}")
     if len(users) != len(texts):
         raise BlocksDataError(f"{where}: {len(texts)} instructions but {len(users)} users")
     return Transition(

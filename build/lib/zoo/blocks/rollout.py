@@ -117,7 +117,15 @@ class EpisodeRunner:
         self.decisions += int(outcome.acted.sum())
         reward = self.reward(outcome, actions) if self.reward is not None else None
         if self.stack is not None:
-            frame = self._render()
+            # Only boards that just acted are drawn; a finished episode's board is unchanged.
+            acted = outcome.acted.nonzero().squeeze(1)
+            if len(acted) == len(actions):
+                frame = self._render()
+            else:
+                frame = self.frames[-1].clone()
+                if len(acted):
+                    frame[acted] = self.renderer.render(self.env.positions[acted], self.boards.n_blocks[acted],
+                                                        self.boards.logo[acted])
             self.stack.push(frame, mask=outcome.acted)
             self.frames.append(frame)
         return outcome, reward

@@ -5,7 +5,7 @@ simulator on that batch's episodes, sampling actions from the policy, and record
 context, action and immediate shaped reward. The LightningModule then only sees
 (context, action, reward) tuples and applies its bandit loss; rollout and learning stay
 separate and each is testable alone. Each batch's sampling stream is seeded from (seed,
-rank, epoch, batch), so a resumed run draws the same actions as an uninterrupted one and
+rank, optimizer steps so far), so a resumed run draws the same actions as an uninterrupted one and
 DDP ranks draw independently.
 """
 
@@ -54,9 +54,10 @@ class ContextualBanditLoop(L.Callback):
         self.last_stats: dict[str, float] = {}
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        # The sampling stream of each batch is a function of (seed, rank, epoch, batch): a
-        # resumed run draws what an uninterrupted one would, and DDP ranks draw apart.
-        self.generator.manual_seed(self.stream_seed(trainer.global_rank, trainer.current_epoch, batch_idx))
+        # The sampling stream of each batch is a function of (seed, rank, optimizer steps so
+        # far): a resumed run draws what an uninterrupted one would (the step count is in the
+        # checkpoint; Lightning's batch_idx restarts mid-epoch), and DDP ranks draw apart.
+        self.generator.manual_seed(self.stream_seed(trainer.global_rank, trainer.global_step))
         examples = [self.examples[i] for i in batch["episodes"].tolist()]
         batch["rollout"] = self.collect(pl_module, examples)
         pl_module.log_dict({f"bandit/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
@@ -87,5 +88,5 @@ class ContextualBanditLoop(L.Callback):
         policy.train(was_training)
         return rollout
 
-    def stream_seed(self, rank: int, epoch: int, batch: int) -> int:
-        return (((self.seed * 1_000_003 + rank) * 1_000_033 + epoch) * 1_000_037 + batch) % (2**62)
+    def stream_seed(self, rank: int, step: int) -> int:
+        return ((self.seed * 1_000_003 + rank) * 1_000_037 + step) % (2**62)

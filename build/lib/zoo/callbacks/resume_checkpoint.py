@@ -28,6 +28,11 @@ class ResumeCheckpoint(Checkpoint):
         # Crossing a multiple, not landing on one: a batch may make several optimizer steps
         # (the per-episode bandit updates), so global_step can jump past it.
         every = self.every_n_train_steps
+        if batch_idx + 1 >= trainer.num_training_batches:
+            # Not after an epoch's last batch: resumed from there, Lightning skips that epoch's
+            # validation, and with it the epoch's part in choosing the best. The epoch-end save
+            # below comes after validation; a kill before it redoes the last batch instead.
+            return
         if every and trainer.global_step // every > max(self._last_saved_step, 0) // every:
             self.save(trainer)
 
