@@ -62,8 +62,17 @@ def model_spec(name: str) -> ModelSpec:
     return _MODELS[name]
 
 
-def create_model(name: str, **overrides) -> Grounded:
-    """A new, untrained model: the registered defaults updated by ``overrides``."""
+def create_model(name: str, pretrained: bool = False, **overrides) -> Grounded:
+    """A new, untrained model: the registered defaults updated by ``overrides``; with
+    ``pretrained=True`` the released weights of that name instead (timm's convention: one
+    namespace for architectures and releases, e.g. ``create_model("light-bi-ranker", pretrained=True)``
+    or ``create_model("blocks-bandit", pretrained=True)``)."""
+    if pretrained:
+        from zoo.hub import list_pretrained
+
+        if name not in list_pretrained():
+            raise KeyError(f"no released weights named {name!r}; released: {', '.join(list_pretrained())}")
+        return load_pretrained(name, **overrides)
     spec = model_spec(name)
     return spec.cls(**{**spec.defaults, **overrides})
 

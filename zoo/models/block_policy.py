@@ -24,7 +24,7 @@ from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
 from zoo.grounded import Grounded
 from zoo.models import block_objectives as objectives
-from zoo.registry import register_class
+from zoo.registry import register_model
 
 INITIALISATIONS = ("glorot", "original")
 CLIP_ALGORITHMS = ("per_parameter", "global")
@@ -139,7 +139,8 @@ class InstructionEncoder(nn.Module):
         return states.sum(dim=1) / lengths.to(states.device, states.dtype)[:, None]
 
 
-@register_class
+@register_model("blocks-policy", defaults={"vocabulary": ["<pad>", "<unk>"]},
+                description="CNN-LSTM block policy (Misra et al. 2017, Appendix C); pass the training vocabulary")
 class BlockPolicy(Grounded):
     """CNN-LSTM policy over the 81 block moves (20 blocks × 4 directions + STOP)."""
 
