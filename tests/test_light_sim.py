@@ -190,3 +190,25 @@ def test_sim_and_stats_commands(tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert len(lines) == 2 and json.loads(lines[0])["label"] in EMOTES
     assert main(["light", "sim", "--out", str(tmp_path / "x"), "--world", "official", "--data-dir", str(tmp_path)]) == 2
+
+
+def test_concurrent_processes_on_a_cold_cache_build_the_corpus_once(tmp_path):
+    """Two DDP-like processes ask for the same uncached corpus at once: one generates it,
+    the other waits for it; both get the same finished directory."""
+    import subprocess
+    import sys
+
+    code = ("import sys, logging; logging.basicConfig(level=logging.WARNING); "
+            "from zoo.light.sim import SimConfig, ensure_sim_corpus; "
+            "print(ensure_sim_corpus(SimConfig.preset('tiny', world='authored'), root=sys.argv[1]))")
+    processes = [subprocess.Popen([sys.executable, "-c", code, str(tmp_path)], stdout=subprocess.PIPE,
+                                  stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    outputs = [p.communicate(timeout=600) for p in processes]
+    assert all(p.returncode == 0 for p in processes), outputs
+    directories = {out.strip() for out, _ in outputs}
+    assert len(directories) == 1
+    generations = sum("generating" in err for _, err in outputs)
+    assert generations == 1
+    corpus = Path(directories.pop())
+    assert (corpus / "sim_manifest.json").is_file()
+    assert [p.name for p in corpus.parent.iterdir() if p.is_dir()] == [corpus.name]  # no half-built sibling

@@ -613,10 +613,24 @@ def sim_corpus_dir(config: SimConfig = SimConfig(), data_dir: str | os.PathLike 
 
 def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
                       root: str | os.PathLike | None = None) -> Path:
-    """The cached corpus of ``config``, generated (and timed, in its manifest) if absent."""
+    """The cached corpus of ``config``, generated (and timed, in its manifest) if absent.
+
+    Generation happens under a file lock beside the corpus, so concurrent processes on one
+    machine (the ranks of a DDP run with a cold cache) build it once: the others wait and
+    then read the finished corpus."""
+    from filelock import FileLock
+
     directory, world = sim_corpus_dir(config, data_dir, root=root)
     if (directory / MANIFEST).is_file():
         return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory.parent / f".{directory.name}.lock")):
+        if (directory / MANIFEST).is_file():  # another process built it while we waited
+            return directory
+        return _generate_sim_corpus(config, world, directory)
+
+
+def _generate_sim_corpus(config: SimConfig, world, directory: Path) -> Path:
     log.warning("generating %s (%s world, %s dialogues) into %s", LABEL, world.source,
                 sum(config.sizes().values()), directory)
     start = time.perf_counter()
