@@ -124,3 +124,24 @@ def test_concurrent_writers_of_one_cache_entry_and_one_corpus_directory(tmp_path
     text = (corpus / "data.txt").read_text()
     assert len(set(text.splitlines())) == 1  # one writer's whole file, never a mix
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "corpus", "source.bin"]
+
+
+def test_sigterm_stops_at_a_batch_boundary_with_a_checkpoint_that_resumes_identically(tmp_path):
+    straight, stopped = tmp_path / "straight", tmp_path / "stopped"
+    assert launch(straight, "method=supervised").wait(timeout=600) == 0
+    process = launch(stopped, "method=supervised", "checkpoint.every_n_train_steps=1000")
+    deadline = time.monotonic() + 600
+    while not (stopped / "config.yaml").exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
+    time.sleep(4.0)  # into training
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+        started = time.monotonic()
+        process.wait(timeout=120)
+        assert time.monotonic() - started < 60
+        assert (stopped / "checkpoints" / "last.ckpt").is_file()
+    assert launch(stopped, "method=supervised").wait(timeout=600) == 0
+    first = load_file(str(straight / "pretrained" / "model.safetensors"))
+    second = load_file(str(stopped / "pretrained" / "model.safetensors"))
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)

@@ -200,6 +200,9 @@ def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None =
     callbacks.append(ModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
                                      auto_insert_metric_name=False))
     callbacks.append(ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps))
+    from zoo.callbacks.graceful_stop import GracefulStop
+
+    callbacks.append(GracefulStop(directory / "last.ckpt"))
     return callbacks
 
 
@@ -236,6 +239,11 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
             raise SystemExit(f"cannot resume {ckpt}: it was trained with a different model or data configuration "
                              f"(e.g. another vocabulary); use a new run_dir, or the run's config.yaml") from None
         raise
+    from zoo.callbacks.graceful_stop import GracefulStop
+
+    if any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks):
+        # stopped by a signal: no export of a half-trained model, and a pipeline stops here
+        raise SystemExit(f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it")
 
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:

@@ -1,0 +1,62 @@
+"""``GracefulStop``: SIGTERM (a scheduler, ``kill``, the end of a session) or Ctrl-C stops a
+run at the next batch boundary with a resumable ``last.ckpt``, within one batch's time.
+
+Without it SIGTERM kills the process wherever it is, losing everything since the last
+periodic checkpoint, and Ctrl-C makes Lightning stop without saving.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import threading
+from pathlib import Path
+
+import lightning as L
+
+log = logging.getLogger("zoo.stop")
+
+
+class GracefulStop(L.Callback):
+    def __init__(self, path: str | os.PathLike, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
+        self.path = Path(path)
+        self.signals = signals
+        self.requested: int | None = None
+        self._previous: dict[int, object] = {}
+
+    def _request(self, signum, frame) -> None:
+        if self.requested is not None:  # a second signal: stop now, as the default would
+            previous = self._previous.get(signum)
+            if callable(previous):
+                previous(signum, frame)
+            raise KeyboardInterrupt
+        self.requested = signum
+        log.warning("%s received: stopping after this batch with a checkpoint (send it again to stop at once)",
+                    signal.Signals(signum).name)
+
+    def on_fit_start(self, trainer, pl_module) -> None:
+        if threading.current_thread() is threading.main_thread():
+            for signum in self.signals:
+                self._previous[signum] = signal.signal(signum, self._request)
+
+    def on_fit_end(self, trainer, pl_module) -> None:
+        self._restore()
+
+    def on_exception(self, trainer, pl_module, exception) -> None:
+        self._restore()
+
+    def _restore(self) -> None:
+        for signum, handler in self._previous.items():
+            signal.signal(signum, handler)
+        self._previous.clear()
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if self.requested is None:
+            return
+        staging = self.path.with_name(f".{self.path.name}.partial")
+        trainer.save_checkpoint(staging, weights_only=False)
+        if trainer.is_global_zero:
+            os.replace(staging, self.path)
+        log.warning("saved %s; the same command resumes from it", self.path)
+        trainer.should_stop = True
