@@ -42,9 +42,15 @@ def checkpoint_server():
 
 @pytest.fixture(scope="module")
 def wheel_venv(tmp_path_factory) -> Path:
+    import shutil
+
     root = tmp_path_factory.mktemp("install")
+    # Build from a copy: setuptools writes build/ into the source tree it builds.
+    source = root / "source"
+    shutil.copytree(REPO, source, ignore=shutil.ignore_patterns(".git", ".venv", "runs", "build", "dist", "checkpoints",
+                                                                 "*.egg-info", "__pycache__", "wandb", "docs"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
-                    str(root / "dist"), str(REPO)], check=True, capture_output=True, timeout=300)
+                    str(root / "dist"), str(source)], check=True, capture_output=True, timeout=300)
     wheel = next((root / "dist").glob("zoo-*.whl"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)

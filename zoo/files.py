@@ -65,6 +65,21 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
     return directory
 
 
+def destination_lock(path: Path):
+    """An inter-process lock for ``path``, its lock file kept in zoo's cache (not beside the
+    user's output, where it would be a stray file)."""
+    import hashlib
+
+    from filelock import FileLock
+
+    from zoo.paths import cache_dir
+
+    locks = cache_dir() / "locks"
+    locks.mkdir(parents=True, exist_ok=True)
+    key = hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:32]
+    return FileLock(str(locks / f"{key}.lock"))
+
+
 STALE_SECONDS = 3600
 """A staging directory untouched for this long belongs to a writer that was killed."""
 
@@ -106,16 +121,19 @@ def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Ite
         honour_umask(staging, directory=True)
         yield staging
         (staging / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": kind}) + "\n")
-        check_replaceable(directory)  # again: the block may have run for hours
-        if directory.exists():
-            aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
-            os.replace(directory, aside / "previous")
-        try:
-            os.replace(staging, directory)
-        except OSError:
-            if aside is not None:
-                os.replace(aside / "previous", directory)
-            raise
+        # One swap at a time per destination: concurrent writers (two processes building the
+        # same cache entry) take turns, and the last one's output stays, whole.
+        with destination_lock(directory):
+            check_replaceable(directory)  # again: the block may have run for hours
+            if directory.exists():
+                aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
+                os.replace(directory, aside / "previous")
+            try:
+                os.replace(staging, directory)
+            except OSError:
+                if aside is not None:
+                    os.replace(aside / "previous", directory)
+                raise
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)

@@ -1,6 +1,0 @@
-"""Lightning callbacks holding the zoo's cross-cutting training behaviour."""
-
-from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-from zoo.callbacks.dqn_loop import DQNLoop
-
-__all__ = ["ContextualBanditLoop", "DQNLoop"]
