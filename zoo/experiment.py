@@ -231,19 +231,24 @@ def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> 
 def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
     checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
+    from zoo.callbacks.graceful_stop import GracefulStop
+
     ckpt = resume_path(run_dir)
+    stopped = f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it"
     try:
         trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
+    except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
+        if any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks):
+            raise SystemExit(stopped) from None  # non-zero: a pipeline of recipes stops here
+        raise
     except RuntimeError as error:
         if ckpt and ("size mismatch" in str(error) or "Missing key" in str(error) or "Unexpected key" in str(error)):
             raise SystemExit(f"cannot resume {ckpt}: it was trained with a different model or data configuration "
                              f"(e.g. another vocabulary); use a new run_dir, or the run's config.yaml") from None
         raise
-    from zoo.callbacks.graceful_stop import GracefulStop
-
     if any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks):
-        # stopped by a signal: no export of a half-trained model, and a pipeline stops here
-        raise SystemExit(f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it")
+        # stopped by a signal (Ctrl-C ends the fit normally): no export of a half-trained model
+        raise SystemExit(stopped)
 
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:

@@ -1,8 +1,11 @@
 """``GracefulStop``: SIGTERM (a scheduler, ``kill``, the end of a session) or Ctrl-C stops a
 run at the next batch boundary with a resumable ``last.ckpt``, within one batch's time.
 
-Without it SIGTERM kills the process wherever it is, losing everything since the last
-periodic checkpoint, and Ctrl-C makes Lightning stop without saving.
+Lightning by itself ends a SIGTERMed fit after the current batch (``SIGTERMException``) and
+a Ctrl-C'd one at once, saving nothing in either case, so the work since the last periodic
+checkpoint is lost. This callback writes ``last.ckpt`` at that batch boundary first;
+:func:`zoo.experiment.fit_resuming` then exits with a message and a non-zero code, exporting
+nothing.
 """
 
 from __future__ import annotations
