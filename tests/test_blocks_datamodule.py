@@ -97,7 +97,8 @@ def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_ali
     stacks = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
     with torch.no_grad():
         reference = policy.image(stacks)
-        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
+        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"],
+                                                   *torch.unique(rollout["episodes"], return_inverse=True))
         runner = EpisodeRunner(datamodule.renderer)
         runner.start(datamodule.train_examples[:3], images=True, demonstrations=False)
         raw = runner.observe().images

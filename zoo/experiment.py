@@ -78,7 +78,6 @@ def _leaves(node, prefix: str = ""):
                 yield from _leaves(value, path + ".")
             else:
                 yield path, value
-    return
 
 
 def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
@@ -88,7 +87,6 @@ def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
     import inspect
 
     known = dict(_leaves(defaults))
-    sections = {key.rsplit(".", 1)[0] for key in known if "." in key}
     trainer_arguments = set(inspect.signature(L.Trainer.__init__).parameters) - {"self"}
     for key, node in _leaves(given):
         top = key.split(".", 1)[0]
@@ -101,13 +99,11 @@ def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
         if key in known:
             _check_type(key, known[key], node, numbers_interchangeable=top in OPEN_SECTIONS)
             continue
-        parent = _free_form_parent(key, defaults)
-        if parent is not None or top in OPEN_SECTIONS:
-            continue  # inside a value the YAML leaves open (null by default, e.g. data.limit)
-        if any(key.startswith(section + ".") for section in sections) or top not in {k.split(".")[0] for k in known}:
-            close = difflib.get_close_matches(key, sorted(known), n=1)
-            hint = f"; did you mean {close[0]!r}?" if close else ""
-            raise SystemExit(f"unknown config key {key!r}{hint} (python RECIPE --help lists them)")
+        if top in OPEN_SECTIONS or _free_form_parent(key, defaults) is not None:
+            continue  # a Trainer argument, or inside a value the YAML leaves open (e.g. data.limit)
+        close = difflib.get_close_matches(key, sorted(known), n=1)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        raise SystemExit(f"unknown config key {key!r}{hint} (python RECIPE --help lists them)")
 
 
 def _free_form_parent(key: str, defaults: DictConfig) -> str | None:
@@ -199,10 +195,10 @@ def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None =
                                          save_top_k=1, auto_insert_metric_name=False))
     callbacks.append(ModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
                                      auto_insert_metric_name=False))
-    callbacks.append(ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps))
     from zoo.callbacks.graceful_stop import GracefulStop
 
-    callbacks.append(GracefulStop(directory / "last.ckpt"))
+    resume = ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps)
+    callbacks += [resume, GracefulStop(resume)]
     return callbacks
 
 
@@ -238,7 +234,7 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     try:
         trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
-        if any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks):
+        if GracefulStop.requested_on(trainer):
             raise SystemExit(stopped) from None  # non-zero: a pipeline of recipes stops here
         raise
     except RuntimeError as error:
@@ -246,7 +242,7 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
             raise SystemExit(f"cannot resume {ckpt}: it was trained with a different model or data configuration "
                              f"(e.g. another vocabulary); use a new run_dir, or the run's config.yaml") from None
         raise
-    if any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks):
+    if GracefulStop.requested_on(trainer):
         # stopped by a signal (Ctrl-C ends the fit normally): no export of a half-trained model
         raise SystemExit(stopped)
 

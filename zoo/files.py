@@ -84,21 +84,32 @@ STALE_SECONDS = 3600
 """A staging directory untouched for this long belongs to a writer that was killed."""
 
 
+def remove_stale(leftovers, older_than: float = STALE_SECONDS) -> None:
+    """Delete the given staging files or directories (never links) that nothing has written
+    to for ``older_than`` seconds: what a killed writer left. Younger ones may be live."""
+    import time
+
+    now = time.time()
+    for leftover in leftovers:
+        try:
+            if leftover.is_symlink() or now - leftover.stat().st_mtime <= older_than:
+                continue
+            if leftover.is_dir():
+                shutil.rmtree(leftover, ignore_errors=True)
+            else:
+                leftover.unlink()
+        except FileNotFoundError:
+            pass
+
+
 def remove_stale_staging(directory: Path, older_than: float = STALE_SECONDS) -> None:
     """Delete the staging and set-aside siblings (``.<name>.<random>``) that a killed
     :func:`replace_directory` left beside ``directory``, once they are ``older_than`` seconds old."""
     import re
-    import time
 
     ours = re.compile(re.escape(f".{directory.name}.") + r"(old\.)?[a-z0-9_]{8}")  # mkdtemp's names
-    now = time.time()
-    for leftover in directory.parent.glob(f".{directory.name}.*"):
-        try:
-            if ours.fullmatch(leftover.name) and leftover.is_dir() and not leftover.is_symlink() \
-                    and now - leftover.stat().st_mtime > older_than:
-                shutil.rmtree(leftover, ignore_errors=True)
-        except FileNotFoundError:
-            pass
+    remove_stale((p for p in directory.parent.glob(f".{directory.name}.*") if ours.fullmatch(p.name) and p.is_dir()),
+                 older_than)
 
 
 @contextmanager

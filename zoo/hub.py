@@ -36,6 +36,7 @@ from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
 import zoo
+from zoo.files import STALE_SECONDS, remove_stale
 from zoo.paths import cache_dir
 
 MANIFEST_ENV = "ZOO_MANIFEST"
@@ -43,8 +44,6 @@ MIRROR_ENV = "ZOO_CHECKPOINTS"
 HUB_URL_ENV = "ZOO_HUB_URL"
 TIMEOUT_ENV = "ZOO_DOWNLOAD_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0
-STALE_SECONDS = 3600
-"""A staging file untouched for this long belongs to a transfer that was killed."""
 MANIFEST_FORMAT = 1
 URL_SCHEMES = ("http", "https", "file", "hf")
 
@@ -122,15 +121,7 @@ def download_file(url: str, sha256: str, dest: Path, progress: bool = True, *, s
 def remove_stale_downloads(dest: Path, older_than: float = STALE_SECONDS) -> None:
     """Delete staging files of ``dest`` (``<name>.<id>.download``) that no transfer has
     written to for ``older_than`` seconds: what a killed download leaves."""
-    import time
-
-    now = time.time()
-    for leftover in dest.parent.glob(f"{dest.name}.*.download"):
-        try:
-            if now - leftover.stat().st_mtime > older_than:
-                leftover.unlink()
-        except FileNotFoundError:
-            pass
+    remove_stale(dest.parent.glob(f"{dest.name}.*.download"), older_than)
 
 
 def download_timeout() -> float:
@@ -369,13 +360,16 @@ def fetch_pretrained(name: str, progress: bool = True) -> Path:
 def fetch_file(entry: PretrainedEntry, file: PretrainedFile, dest: Path, progress: bool = True) -> Path:
     """One file of a release at ``dest``: the verified cache copy, else a verified copy of a
     local mirror's, else a verified download; the error lists every place tried."""
+    if dest.is_symlink():
+        dest.unlink()  # a link into a checkout, left by an older zoo: the cache holds copies
     if dest.is_file() and dest.stat().st_size == file.size and sha256_of(dest) == file.sha256:
         return dest
     tried: list[str] = []
     for path in entry.mirror_paths(file):
         tried.append(str(path))
-        if path.is_file():
-            return _copy_verified(path, file, dest, entry.manifest)
+        if path.is_file():  # copied like a download: staged, sha256-checked, renamed; a copy of
+            # the wrong size is a ChecksumError (not the released file), not an "incomplete" one
+            return download_file(str(path), file.sha256, dest, progress=False)
     sources = entry.sources(file)
     if not sources:
         raise DownloadError(
@@ -394,37 +388,6 @@ def fetch_file(entry: PretrainedEntry, file: PretrainedFile, dest: Path, progres
         raise errors[0]
     raise DownloadError(f"{file.name} of {entry.name} could not be found (tried {', '.join(tried + sources)}); "
                         f"last error: {errors[-1]}", file.url, dest)
-
-
-def _copy_verified(source: Path, file: PretrainedFile, dest: Path, manifest: Path) -> Path:
-    """Copy a mirror's file into the cache after checking it is the released one (a real
-    copy: moving or deleting the mirror later breaks nothing)."""
-    import shutil
-
-    received = source.stat().st_size
-    if received != file.size:
-        raise ChecksumError(f"{source} has {received} bytes, but {manifest} expects {file.size} for {file.name}",
-                            file.url, source, file.sha256, None)
-    actual = sha256_of(source)
-    if actual != file.sha256:
-        raise ChecksumError(
-            f"{source} has sha256 {actual}, but {manifest} expects {file.sha256} for {file.name}",
-            file.url, source, file.sha256, actual,
-        )
-    if dest.is_dir():
-        raise DownloadError(f"cannot place {file.name} at {dest}: a directory is in the way; move it aside", file.url, dest)
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    staging = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.download")
-    try:
-        shutil.copyfile(source, staging)
-        if sha256_of(staging) != file.sha256:  # the mirror changed while we copied
-            raise ChecksumError(f"{source} changed while it was copied; try again", file.url, source, file.sha256, None)
-        if dest.is_symlink():
-            dest.unlink()  # a link left by an older zoo
-        os.replace(staging, dest)
-    finally:
-        staging.unlink(missing_ok=True)
-    return dest
 
 
 def _remove_empty_tree(directory: Path) -> None:

@@ -133,10 +133,11 @@ class ReplayMemoryBatches:
         start, self.skip = self.skip, 0
         for index, group in enumerate(order):
             memory.extend(range(int(self.starts[group]), int(self.starts[group + 1])))
+            if index < start:  # resumed: only the memory's contents matter for skipped batches
+                continue
             draw = torch.Generator().manual_seed(self.seed * 1_000_003 + self.epoch * 100_003 + index * 101 + rank)
             picks = torch.randperm(len(memory), generator=draw)[: self.batch_size].tolist()
-            if index >= start:
-                yield [memory[i] for i in picks]
+            yield [memory[i] for i in picks]
 
 
 class ResumableBatchLoader(DataLoader):

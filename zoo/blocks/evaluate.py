@@ -9,28 +9,17 @@ from typing import Sequence
 import torch
 from tqdm.auto import tqdm
 
-from zoo.blocks.geometry import STOP
 from zoo.blocks.records import Example
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.metrics import DistanceError
 
 
-def greedy_actions(policy, active=None):
-    """The policy's argmax over the 81 joint action scores, as the paper's test time.
-
-    ``active`` (a callable returning the [B] mask of running episodes) restricts the forward
-    pass to those episodes; the others get STOP, which a finished episode ignores.
-    """
+def greedy_actions(policy):
+    """The policy's argmax over the 81 joint action scores, as the paper's test time
+    (``EpisodeRunner.play(..., running_only=True)`` shows it only the running episodes)."""
 
     def act(observation):
-        device = observation.previous_action.device
-        if active is None:
-            return policy.score(observation).argmax(dim=-1).to(device)
-        rows = active().nonzero().squeeze(1)
-        actions = torch.full((len(observation),), STOP, dtype=torch.long, device=device)
-        if len(rows):
-            actions[rows] = policy.score(observation.select(rows)).argmax(dim=-1).to(device)
-        return actions
+        return policy.score(observation).argmax(dim=-1).to(observation.previous_action.device)
 
     return act
 

@@ -494,6 +494,15 @@ class BoardRenderer:
 # Observations
 
 
+def standardization(sums: torch.Tensor, squares: torch.Tensor, count: int, pixel_scale: float = 1.0):
+    """Mean and scale of ``per_image_standardization`` from per-stack sums and sums of squares
+    of its ``count`` values (divided by ``pixel_scale`` first: 255 for raw pixels):
+    ``(mean, max(std, 1 / sqrt(count)))``, population std, in the sums' dtype."""
+    mean = sums / (pixel_scale * count)
+    variance = (squares / (pixel_scale**2 * count) - mean.square()).clamp(min=0.0)
+    return mean, variance.sqrt().clamp(min=1.0 / math.sqrt(count))
+
+
 def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """Per-sample ``(x - mean) / max(std, 1 / sqrt(C*H*W))`` over the whole ``[B, C, H, W]``
     stack: TensorFlow's ``per_image_standardization``, which the agent applied to its 15-channel
@@ -505,12 +514,9 @@ def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     count = rows.shape[1] * rows.shape[2]
     # E[x²] - E[x]² from per-row sums and norms (float32 over 120 values, then float64
     # across rows): ~40x faster than Tensor.std on one CPU core, and as exact.
-    mean = rows.sum(dim=2).double().sum(dim=1) / count
-    mean_square = torch.linalg.vector_norm(rows, dim=2).double().square().sum(dim=1) / count
-    std = (mean_square - mean.square()).clamp(min=0).sqrt()
-    floor = 1.0 / math.sqrt(count)
-    scale = torch.clamp(std, min=floor).to(stack.dtype)
-    mean = mean.to(stack.dtype)
+    mean, scale = standardization(rows.sum(dim=2).double().sum(dim=1),
+                                  torch.linalg.vector_norm(rows, dim=2).double().square().sum(dim=1), count)
+    mean, scale = mean.to(stack.dtype), scale.to(stack.dtype)
     shape = (-1,) + (1,) * (stack.dim() - 1)
     if inplace:
         return stack.sub_(mean.view(shape)).div_(scale.view(shape))
@@ -650,9 +656,7 @@ class HistoryStack:
         if episodes is not None:
             sums = sums[episodes]
         sums = sums.sum(dim=1)
-        mean = sums[:, 0] / (255.0 * count)
-        var = (sums[:, 1] / (255.0**2 * count) - mean.square()).clamp(min=0.0)
-        return mean, var.sqrt().clamp(min=1.0 / math.sqrt(count))
+        return standardization(sums[:, 0], sums[:, 1], count, pixel_scale=255.0)
 
     def observation(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
         """What the agent sees: ``[E, 3(K+1), H, W]`` float32 for ``episodes`` (default

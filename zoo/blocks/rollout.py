@@ -130,6 +130,14 @@ class EpisodeRunner:
             self.frames.append(frame)
         return outcome, reward
 
+    def _act_running(self, choose: Callable[[BlocksObservation], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
+        """The running episodes' indices and every episode's action: ``choose`` on the running
+        ones' observation, STOP (which a finished episode ignores) for the rest."""
+        running = (~self.env.done).nonzero().squeeze(1)
+        actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
+        actions[running] = choose(self.observe(running)).to(self.device)
+        return running, actions
+
     def record(self, examples: Sequence[Example], choose: Callable[[BlocksObservation], torch.Tensor],
                encode: Callable | None = None, featurize: Callable | None = None) -> dict[str, torch.Tensor]:
         """Play with images, letting ``choose`` (observation of the running episodes -> their
@@ -141,9 +149,7 @@ class EpisodeRunner:
         log = {key: [] for key in ("steps", "episodes", "actions", "previous", "rewards", "done")}
         step = 0
         while not self.env.all_done:
-            index = (~self.env.done).nonzero().squeeze(1)
-            actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
-            actions[index] = choose(self.observe(index)).to(self.device)
+            index, actions = self._act_running(choose)
             previous = self.env.previous_action.clone()
             outcome, reward = self.step(actions)
             for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
@@ -165,12 +171,7 @@ class EpisodeRunner:
         self.start(examples, images, demonstrations, encode, featurize)
         returns = torch.zeros(len(examples), dtype=torch.float64, device=self.device)
         while not self.env.all_done:
-            if running_only:
-                running = (~self.env.done).nonzero().squeeze(1)
-                actions = torch.full(self.env.done.shape, STOP, dtype=torch.long, device=self.device)
-                actions[running] = act(self.observe(running)).to(self.device)
-            else:
-                actions = act(self.observe())
+            actions = self._act_running(act)[1] if running_only else act(self.observe())
             _, reward = self.step(actions)
             if reward is not None:
                 returns += reward

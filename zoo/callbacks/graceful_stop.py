@@ -11,19 +11,21 @@ nothing.
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import threading
-from pathlib import Path
 
 import lightning as L
+
+from zoo.callbacks.resume_checkpoint import ResumeCheckpoint
 
 log = logging.getLogger("zoo.stop")
 
 
 class GracefulStop(L.Callback):
-    def __init__(self, path: str | os.PathLike, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
-        self.path = Path(path)
+    """Writes the run's ``last.ckpt`` through its :class:`ResumeCheckpoint` when asked to stop."""
+
+    def __init__(self, checkpoint: ResumeCheckpoint, signals: tuple[int, ...] = (signal.SIGTERM, signal.SIGINT)):
+        self.checkpoint = checkpoint
         self.signals = signals
         self.requested: int | None = None
         self._previous: dict[int, object] = {}
@@ -57,9 +59,11 @@ class GracefulStop(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if self.requested is None:
             return
-        staging = self.path.with_name(f".{self.path.name}.partial")
-        trainer.save_checkpoint(staging, weights_only=False)
-        if trainer.is_global_zero:
-            os.replace(staging, self.path)
-        log.warning("saved %s; the same command resumes from it", self.path)
+        self.checkpoint.save(trainer, force=True)
+        log.warning("saved %s; the same command resumes from it", self.checkpoint.path)
         trainer.should_stop = True
+
+    @staticmethod
+    def requested_on(trainer) -> bool:
+        """Whether a signal asked ``trainer``'s run to stop."""
+        return any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks)

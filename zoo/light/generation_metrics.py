@@ -10,7 +10,6 @@
 
 from __future__ import annotations
 
-import math
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -91,7 +90,3 @@ class UnigramF1(Metric):
             raise ValueError("UnigramF1.compute() called before any update()")
         return self.total_f1 / self.total
 
-
-def perplexity(nll_sum: float, tokens: int) -> float:
-    """The same formula for plain numbers."""
-    return math.exp(nll_sum / tokens)

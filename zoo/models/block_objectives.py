@@ -87,12 +87,6 @@ def policy_gradient_loss(block_log_probs, direction_log_probs, actions, targets,
     return (-targets.to(log_prob.dtype) * log_prob).mean() - entropy_coefficient * bonus.mean()
 
 
-def bandit_loss(block_log_probs, direction_log_probs, actions, rewards, entropy_coefficient: float = 0.1,
-                blocks: torch.Tensor | None = None, form: str = "original") -> torch.Tensor:
-    """Contextual-bandit objective on immediate rewards (see :func:`policy_gradient_loss`)."""
-    return policy_gradient_loss(block_log_probs, direction_log_probs, actions, rewards, entropy_coefficient, blocks, form)
-
-
 def rewards_to_go(rewards: torch.Tensor, episodes: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:
     """For each decision, the sum of its own and all later rewards of its episode. [N]
 

@@ -12,8 +12,6 @@ the network and how it scores the 81 actions.
 
 from __future__ import annotations
 
-import math
-
 import torch
 import torch.nn.functional as F
 from torch import nn
@@ -21,6 +19,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
 from zoo.blocks.observation import BlocksObservation, RawStacks
+from zoo.blocks.render import standardization
 from zoo.blocks.vocab import Vocabulary
 from zoo.grounded import Grounded
 from zoo.models import block_objectives as objectives
@@ -119,10 +118,8 @@ class ImageEncoder(nn.Module):
         flat = pixels.flatten(1)
         sums = flat.sum(1, dtype=torch.float64)
         squares = torch.linalg.vector_norm(flat, dim=1).double().square()
-        count = stacks.shape[1] * height * width
-        mean = sums[safe].sum(1) / (255.0 * count)
-        variance = (squares[safe].sum(1) / (255.0**2 * count) - mean.square()).clamp(min=0)
-        return self._folded(stacks, mean, variance.sqrt().clamp(min=1.0 / math.sqrt(count)))
+        mean, scale = standardization(sums[safe].sum(1), squares[safe].sum(1), stacks[0].numel(), pixel_scale=255.0)
+        return self._folded(stacks, mean, scale)
 
 
 class InstructionEncoder(nn.Module):
@@ -392,9 +389,9 @@ class BlockPolicy(Grounded):
         if rows is None:
             rows = torch.arange(len(rollout["episodes"]))
         episodes = rollout["episodes"][rows]
-        images = self._embed_rollout_frames(rollout["frames"], rollout["steps"][rows], episodes)
-        # One LSTM pass per episode, not per step: every step of an episode has its instruction.
         unique, inverse = torch.unique(episodes, return_inverse=True)
+        images = self._embed_rollout_frames(rollout["frames"], rollout["steps"][rows], unique, inverse)
+        # One LSTM pass per episode, not per step: every step of an episode has its instruction.
         lengths = rollout["lengths"][unique.cpu()]
         tokens = rollout["tokens"][unique][:, : int(lengths.max())]
         text = self.instruction_features(tokens, lengths)[inverse.to(self.device)]
@@ -405,11 +402,11 @@ class BlockPolicy(Grounded):
         return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
                                                blocks=blocks, form=self.hparams.loss_form)
 
-    def _embed_rollout_frames(self, frames: torch.Tensor, steps: torch.Tensor, episodes: torch.Tensor) -> torch.Tensor:
-        """Image embeddings [N, image_dim] of the contexts ``(steps[i], episodes[i])`` of a
-        rollout's uint8 ``frames`` [T+1, B, 3, H, W], through :meth:`ImageEncoder.from_frames`
-        over the frames of just these episodes."""
-        unique, inverse = torch.unique(episodes, return_inverse=True)
+    def _embed_rollout_frames(self, frames: torch.Tensor, steps: torch.Tensor, unique: torch.Tensor,
+                              inverse: torch.Tensor) -> torch.Tensor:
+        """Image embeddings [N, image_dim] of the contexts ``(steps[i], unique[inverse[i]])``
+        of a rollout's uint8 ``frames`` [T+1, B, 3, H, W], through
+        :meth:`ImageEncoder.from_frames` over the frames of just these episodes."""
         length = int(steps.max()) + 1  # frames 0..last step are the only ones seen
         chosen = frames[:length, unique.to(frames.device)]  # [T, U, 3, H, W]
         flat = chosen.reshape(-1, *chosen.shape[2:]).to(self.device)

@@ -255,9 +255,10 @@ class GenerativeTransformer(NeuralRanker):
     def _encode(self, batch: dict[str, Any]) -> torch.Tensor:
         return self.seq2seq.get_encoder()(input_ids=batch["input_ids"], attention_mask=batch["attention_mask"]).last_hidden_state
 
-    def forward(self, batch: dict[str, Any]) -> torch.Tensor:
-        """Length-normalised log-likelihood of every candidate, ``[B, C_max]`` (``-inf`` padding)."""
-        states = self._encode(batch)
+    def forward(self, batch: dict[str, Any], states: torch.Tensor | None = None) -> torch.Tensor:
+        """Length-normalised log-likelihood of every candidate, ``[B, C_max]`` (``-inf``
+        padding); ``states``: the batch's encoder output, when already computed."""
+        states = self._encode(batch) if states is None else states
         owner = candidate_owner(batch["counts"])
         targets = batch["candidate_targets"]
         scores = []
@@ -270,9 +271,10 @@ class GenerativeTransformer(NeuralRanker):
         flat = torch.cat(scores) if scores else states.new_zeros(0)
         return pad_candidate_scores(flat, batch["counts"])
 
-    def gold_nll(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
+    def gold_nll(self, batch: dict[str, Any], states: torch.Tensor | None = None) -> tuple[torch.Tensor, torch.Tensor]:
         """Summed token NLL of each example's gold [B] and its token count [B]."""
-        log_probs = self._token_log_likelihood(self._encode(batch), batch["attention_mask"], batch["targets"])
+        states = self._encode(batch) if states is None else states
+        log_probs = self._token_log_likelihood(states, batch["attention_mask"], batch["targets"])
         return -log_probs.sum(-1), (batch["targets"] != IGNORE).sum(-1)
 
     # ------------------------------------------------------------------ generation
@@ -312,13 +314,14 @@ class GenerativeTransformer(NeuralRanker):
 
     def _evaluate(self, ranking: nn.ModuleDict, generation: nn.ModuleDict, prefix: str, batch: dict[str, Any]) -> None:
         size = len(batch["labels"])
-        nll, tokens = self.gold_nll(batch)
+        states = self._encode(batch)  # once for the gold's perplexity and the candidates' ranking
+        nll, tokens = self.gold_nll(batch, states)
         generation["ppl"].update(nll.sum(), tokens.sum())
         generation["word_ppl"].update(nll.sum(), batch["target_words"].sum())
         for name in ("ppl", "word_ppl"):
             self.log(f"{prefix}/{name}", generation[name], on_step=False, on_epoch=True, batch_size=size,
                      add_dataloader_idx=False)
-        scores, labels = self(batch).float(), batch["labels"]
+        scores, labels = self(batch, states).float(), batch["labels"]
         for name, metric in ranking.items():
             metric.update(scores, labels)
             self.log(f"{prefix}/{name}", metric, on_step=False, on_epoch=True, prog_bar=name == "r_at_1",
