@@ -6,13 +6,7 @@ import torch
 
 from zoo.blocks.board import BoardBatch
 from zoo.blocks.env import BlocksEnv, apply_moves
-from zoo.blocks.geometry import (
-    BLOCK_SIZE,
-    STOP,
-    decode_action,
-    describe_action,
-    encode_action,
-)
+from zoo.blocks.geometry import BLOCK_SIZE, STOP, decode_action, describe_action, encode_action
 from zoo.blocks.records import Transition
 
 LEFT, RIGHT, UP, DOWN = range(4)

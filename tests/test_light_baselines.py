@@ -13,19 +13,9 @@ from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule, LightItem, default_collate
 from zoo.light.environment import authored_world
 from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_name
-from zoo.light.metrics import (
-    MeanReciprocalRank,
-    RankingAccuracy,
-    RecallAtK,
-    expected_hits,
-)
+from zoo.light.metrics import MeanReciprocalRank, RankingAccuracy, RecallAtK, expected_hits
 from zoo.light.sim import SimConfig, generate_corpus, write_corpus
-from zoo.models.light_baselines import (
-    CandidatesOnlyRanker,
-    FastTextRanker,
-    IRRanker,
-    RandomRanker,
-)
+from zoo.models.light_baselines import CandidatesOnlyRanker, FastTextRanker, IRRanker, RandomRanker
 from zoo.registry import create_model, list_models
 
 SMALL = SimConfig(train=150, valid=20, test=60, test_unseen=30, world="authored")

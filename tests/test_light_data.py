@@ -11,16 +11,9 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LIGHT_DATA
+
 from zoo.light import release
-from zoo.light.records import (
-    Agent,
-    Episode,
-    LightDataError,
-    Setting,
-    Turn,
-    parse_episode,
-    parse_episodes,
-)
+from zoo.light.records import Agent, Episode, LightDataError, Setting, Turn, parse_episode, parse_episodes
 from zoo.light.release import (
     RELEASE_FILES,
     ReleaseChecksumError,
@@ -33,13 +26,7 @@ from zoo.light.release import (
     split_names,
     split_positions,
 )
-from zoo.light.safe_pickle import (
-    CorruptPickleError,
-    UnsafePickleError,
-    dump_pickle,
-    load_pickle,
-    loads_pickle,
-)
+from zoo.light.safe_pickle import CorruptPickleError, UnsafePickleError, dump_pickle, load_pickle, loads_pickle
 
 LIGHT = LIGHT_DATA
 FIXTURE = LIGHT / "fixture" / "light_data_fixture.pkl"

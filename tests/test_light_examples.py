@@ -9,6 +9,7 @@ from typing import NamedTuple
 import pytest
 
 from tests.conftest import LIGHT_DATA
+
 from zoo.cli import main
 from zoo.light.candidates import (
     EMOTES,

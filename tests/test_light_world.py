@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import LIGHT_DATA
+
 from zoo.light import actions
 from zoo.light.engine import EMOTE_THIRD_PERSON, Engine
 from zoo.light.environment import authored_world, load_world, world_from_environment

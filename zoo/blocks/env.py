@@ -13,14 +13,7 @@ from dataclasses import dataclass
 import torch
 
 from zoo.blocks.board import BoardBatch, distance_error
-from zoo.blocks.geometry import (
-    BOARD_HALF,
-    DIRECTION_DELTAS,
-    HORIZON,
-    MAX_BLOCKS,
-    STOP,
-    squares_overlap,
-)
+from zoo.blocks.geometry import BOARD_HALF, DIRECTION_DELTAS, HORIZON, MAX_BLOCKS, STOP, squares_overlap
 
 
 @dataclass(frozen=True)

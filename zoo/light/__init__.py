@@ -15,25 +15,9 @@ are loaded on first use.
 from __future__ import annotations
 
 from zoo.light.candidates import EMOTES, CandidateOptions
-from zoo.light.engine import ActionResult, Engine
-from zoo.light.environment import authored_world, load_world
-from zoo.light.examples import (
-    LightExample,
-    build_all_examples,
-    build_examples,
-    build_split_examples,
-    full_contexts,
-)
+from zoo.light.examples import LightExample, build_all_examples, build_examples, build_split_examples, full_contexts
 from zoo.light.features import FEATURE_SETS, Features, get_features
-from zoo.light.records import (
-    Agent,
-    Episode,
-    LightDataError,
-    ObjectDescription,
-    Setting,
-    Turn,
-    parse_episodes,
-)
+from zoo.light.records import Agent, Episode, LightDataError, ObjectDescription, Setting, Turn, parse_episodes
 from zoo.light.release import (
     RELEASE_FILES,
     SPLITS,
@@ -42,20 +26,11 @@ from zoo.light.release import (
     load_release,
     split_light_data,
 )
+from zoo.light.safe_pickle import CorruptPickleError, UnsafePickleError, dump_pickle, load_pickle
+from zoo.light.engine import ActionResult, Engine
+from zoo.light.environment import authored_world, load_world
 from zoo.light.replay import replay_episode
-from zoo.light.safe_pickle import (
-    CorruptPickleError,
-    UnsafePickleError,
-    dump_pickle,
-    load_pickle,
-)
-from zoo.light.sim import (
-    SimConfig,
-    ensure_sim_corpus,
-    generate_corpus,
-    load_sim_corpus,
-    write_corpus,
-)
+from zoo.light.sim import SimConfig, ensure_sim_corpus, generate_corpus, load_sim_corpus, write_corpus
 from zoo.light.stats import corpus_stats
 from zoo.light.world import World
 

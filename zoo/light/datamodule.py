@@ -26,13 +26,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from zoo.light.candidates import CandidateOptions
-from zoo.light.examples import (
-    LightExample,
-    build_examples,
-    build_split_examples,
-    full_contexts,
-    label_type,
-)
+from zoo.light.examples import LightExample, build_examples, build_split_examples, full_contexts, label_type
 from zoo.light.features import Features, get_features
 from zoo.light.records import Episode
 from zoo.light.release import SPLITS, load_release, locate
@@ -235,9 +229,7 @@ class LightDataModule(L.LightningDataModule):
         if not shuffle and torch.distributed.is_available() and torch.distributed.is_initialized():
             # Lightning's default DistributedSampler pads the last batch with repeated examples,
             # which would count them twice in R@1; this one gives each example to one rank.
-            from lightning.pytorch.overrides.distributed import (
-                UnrepeatedDistributedSampler,
-            )
+            from lightning.pytorch.overrides.distributed import UnrepeatedDistributedSampler
 
             sampler = UnrepeatedDistributedSampler(dataset, shuffle=False)
         return DataLoader(dataset, batch_size=batch_size, shuffle=shuffle if sampler is None else False,

@@ -26,14 +26,7 @@ from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 from zoo.light.records import LightDataError
-from zoo.light.world import (
-    Affordances,
-    CharacterSpec,
-    Exit,
-    ObjectSpec,
-    RoomSpec,
-    World,
-)
+from zoo.light.world import Affordances, CharacterSpec, Exit, ObjectSpec, RoomSpec, World
 from zoo.paths import domain_data_dir
 
 log = logging.getLogger(__name__)
