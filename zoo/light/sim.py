@@ -54,22 +54,8 @@ from zoo.light import actions
 from zoo.light import sim_speech as say
 from zoo.light.candidates import EMOTES
 from zoo.light.environment import load_world
-from zoo.light.records import (
-    Agent,
-    Episode,
-    LightDataError,
-    ObjectDescription,
-    Setting,
-    Turn,
-)
-from zoo.light.release import (
-    N_TEST,
-    N_VALID,
-    SPLIT_POOL,
-    SPLITS,
-    load_episodes,
-    split_positions,
-)
+from zoo.light.records import Agent, Episode, LightDataError, ObjectDescription, Setting, Turn
+from zoo.light.release import N_TEST, N_VALID, SPLIT_POOL, SPLITS, load_episodes, split_positions
 from zoo.light.safe_pickle import dump_pickle
 from zoo.light.scene import Scene, stage_chat
 from zoo.light.world import World
