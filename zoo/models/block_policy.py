@@ -84,6 +84,7 @@ class ImageEncoder(nn.Module):
         where ``conv'`` is the convolution without bias and ``conv'(1)`` its response to an
         all-ones image with zero padding: 30x30 outputs per channel instead of 15x120x120 inputs."""
         first: nn.Conv2d = self.convolutions[0]
+        pixels = pixels.contiguous(memory_format=torch.channels_last)  # a no-op for our producers' buffers
         raw = F.conv2d(pixels, first.weight, None, first.stride, first.padding)
         ones = pixels.new_ones(1, 1, *pixels.shape[-2:])
         response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
@@ -111,13 +112,18 @@ class ImageEncoder(nn.Module):
         """
         dtype = self.convolutions[0].weight.dtype
         slots, height, width = index.shape[1], frames.shape[-2], frames.shape[-1]
-        pixels = torch.cat([frames.to(dtype), frames.new_zeros(1, *frames.shape[1:], dtype=dtype)])
-        safe = torch.where(index >= 0, index, len(frames))  # the appended zero frame
-        stacks = pixels[safe.flatten()].view(len(index), slots * frames.shape[1], height, width)
+        padded = torch.cat([frames, frames.new_zeros(1, *frames.shape[1:])])  # + the all-zero frame
+        safe = torch.where(index >= 0, index, len(frames)).flatten()
+        gathered = padded[safe].view(len(index), slots * frames.shape[1], height, width)  # in the frames' dtype
+        # One pass converts to float and reorders to channels-last, where the convolution
+        # and its weight gradient run 1.4-1.9x faster on CPU (benchmarks/blocks_train.py).
+        stacks = torch.empty(gathered.shape, dtype=dtype, device=frames.device, memory_format=torch.channels_last)
+        stacks.copy_(gathered)
         # Standardisation statistics of each stack from per-frame sums (float64, as standardize()).
-        flat = pixels.flatten(1)
+        flat = padded.flatten(1).to(dtype)  # each frame once, not once per stack it is in
         sums = flat.sum(1, dtype=torch.float64)
         squares = torch.linalg.vector_norm(flat, dim=1).double().square()
+        safe = safe.view(index.shape)
         mean, scale = standardization(sums[safe].sum(1), squares[safe].sum(1), stacks[0].numel(), pixel_scale=255.0)
         return self._folded(stacks, mean, scale)
 
