@@ -12,6 +12,34 @@ from zoo.registry import create_model, list_models, model_spec
 HEAVY = {"light-bi-ranker", "light-cross-ranker", "light-generative"}  # need the embedded encoder
 
 
+def procedural_observation(policy, episodes: int = 3):
+    """The first observation of a few procedural episodes, as the runner gives ``policy``."""
+    from zoo.blocks.procedural import procedural_split
+    from zoo.blocks.rollout import EpisodeRunner
+
+    runner = EpisodeRunner()
+    runner.start(procedural_split("dev", transitions=2).examples[:episodes], images=True,
+                 demonstrations=policy.needs_demonstrations, encode=getattr(policy, "encode_instructions", None))
+    return runner.observe()
+
+
+def assert_blocks_contract(policy, episodes: int = 3):
+    """A Blocks policy's three answers mean what BlocksAgent says they mean."""
+    observation = procedural_observation(policy, episodes)
+    with torch.no_grad():
+        probabilities = policy.action_probabilities(observation)
+        scores = policy.score(observation)
+    assert probabilities.shape == scores.shape == (episodes, 81)
+    assert (probabilities >= 0).all()
+    torch.testing.assert_close(probabilities.sum(-1), torch.ones(episodes, dtype=probabilities.dtype))
+    greedy = policy.act(observation)
+    assert greedy.shape == (episodes,) and ((0 <= greedy) & (greedy < 81)).all()
+    if not hasattr(policy, "generator"):  # the random policy's greedy action is a fresh draw
+        assert torch.equal(greedy.cpu(), scores.argmax(-1).cpu())
+    sampled = policy.act(observation, generator=torch.Generator().manual_seed(0))
+    assert (probabilities[torch.arange(episodes), sampled] > 0).all()  # only actions it gives weight to
+
+
 @pytest.mark.parametrize("name", list_models())
 def test_every_registered_model_builds_and_states_its_benchmark(name):
     if name in HEAVY:
@@ -21,6 +49,25 @@ def test_every_registered_model_builds_and_states_its_benchmark(name):
     assert type(model) is model_spec(name).cls
     if model.domain == "light":
         assert callable(model.rank)
+    else:
+        assert_blocks_contract(model)
+
+
+@pytest.mark.parametrize("head", ["q", "factored"])
+def test_a_dqn_head_acts_greedily_in_its_q_values_and_an_ensemble_averages_probabilities(head):
+    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.ensemble import PolicyEnsemble
+
+    torch.manual_seed(0)
+    policy = BlockPolicy(["<pad>", "<unk>"], head=head)
+    assert_blocks_contract(policy)
+    other = BlockPolicy(["<pad>", "<unk>"], head=head)
+    ensemble = PolicyEnsemble([policy, other])
+    assert_blocks_contract(ensemble)
+    observation = procedural_observation(policy)
+    with torch.no_grad():
+        mean = (policy.action_probabilities(observation) + other.action_probabilities(observation)) / 2
+        torch.testing.assert_close(ensemble.action_probabilities(observation), mean)
 
 
 def test_blocks_policy_is_registered_and_released_names_share_the_namespace():
@@ -38,16 +85,7 @@ def test_every_release_loads_verified_and_keeps_the_contract(name):
     model = create_model(name, pretrained=True)
     assert type(model).__name__ == entry.model_class
     if model.domain == "blocks":
-        from zoo.blocks.procedural import procedural_split
-        from zoo.blocks.rollout import EpisodeRunner
-
-        runner = EpisodeRunner()
-        runner.start(procedural_split("dev", transitions=2).examples[:3], images=True, demonstrations=False,
-                     encode=model.encode_instructions)
-        with torch.no_grad():
-            scores = model.score(runner.observe())
-        assert scores.shape == (3, 81)
-        torch.testing.assert_close(scores.sum(-1), torch.ones(3, dtype=scores.dtype))  # action probabilities
+        assert_blocks_contract(model)
     else:
         ranked = model.rank("_task_speech\n_self_name knight\n_partner_say Hello there, knight!",
                             ["Hello to you too.", "I sell swords.", "The sky is green."])

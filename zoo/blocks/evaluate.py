@@ -15,11 +15,11 @@ from zoo.metrics import DistanceError
 
 
 def greedy_actions(policy):
-    """The policy's argmax over the 81 joint action scores, as the paper's test time
+    """The policy's greedy action (``act`` without a generator), as at the paper's test time
     (``EpisodeRunner.play(..., running_only=True)`` shows it only the running episodes)."""
 
     def act(observation):
-        return policy.score(observation).argmax(dim=-1).to(observation.previous_action.device)
+        return policy.act(observation).to(observation.previous_action.device)
 
     return act
 

@@ -16,23 +16,10 @@ from typing import Sequence
 import lightning as L
 import torch
 
-from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.models.block_objectives import rewards_to_go
-
-
-def sample_actions(policy, observation, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
-    """Sample as the original trainer did: a block and a direction, each from its own
-    softmax; the action is STOP when the direction is. Returns the actions [B] and the
-    sampled blocks [B] (which the original loss also scores on STOP steps). The joint
-    distribution equals sampling the 81 joint probabilities."""
-    block_log_probs, direction_log_probs = (t.cpu() for t in policy.observe(observation))
-    blocks = torch.multinomial(block_log_probs.exp(), 1, generator=generator).squeeze(1)
-    directions = torch.multinomial(direction_log_probs.exp(), 1, generator=generator).squeeze(1)
-    actions = torch.where(directions == NUM_DIRECTIONS, STOP, blocks * NUM_DIRECTIONS + directions)
-    return actions, blocks
 
 
 class ContextualBanditLoop(L.Callback):
@@ -70,7 +57,7 @@ class ContextualBanditLoop(L.Callback):
         sampled_blocks: list[torch.Tensor] = []
 
         def sample(observation):
-            actions, blocks = sample_actions(policy, observation, self.generator)
+            actions, blocks = policy.sample(observation, self.generator)
             sampled_blocks.append(blocks)
             return actions
 

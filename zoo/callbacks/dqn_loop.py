@@ -123,7 +123,7 @@ class DQNLoop(L.Callback):
         policy.eval()
 
         def epsilon_greedy(observation):
-            greedy = policy.score(observation).argmax(dim=-1).cpu()
+            greedy = policy.act(observation).cpu()
             explore = torch.rand(len(greedy), generator=self.generator) < self.epsilon
             return torch.where(explore, torch.randint(0, NUM_ACTIONS, (len(greedy),), generator=self.generator), greedy)
 

@@ -21,8 +21,8 @@ from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
 from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.render import standardization
 from zoo.blocks.vocab import Vocabulary
-from zoo.grounded import Grounded
 from zoo.models import block_objectives as objectives
+from zoo.models.blocks_agent import BlocksAgent
 from zoo.registry import register_model
 
 INITIALISATIONS = ("glorot", "original")
@@ -144,12 +144,8 @@ class InstructionEncoder(nn.Module):
 
 @register_model("blocks-policy", defaults={"vocabulary": ["<pad>", "<unk>"]},
                 description="CNN-LSTM block policy (Misra et al. 2017, Appendix C); pass the training vocabulary")
-class BlockPolicy(Grounded):
+class BlockPolicy(BlocksAgent):
     """CNN-LSTM policy over the 81 block moves (20 blocks × 4 directions + STOP)."""
-
-    domain = "blocks"
-    needs_images = True
-    needs_demonstrations = False
 
     def __init__(
         self,
@@ -316,16 +312,41 @@ class BlockPolicy(Grounded):
     def action_log_probs(self, observation: BlocksObservation) -> torch.Tensor:
         return self.joint_log_probs(*self.observe(observation))
 
-    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
-        """Probabilities of the 81 actions ([B, 81]), or their Q-values for a DQN head; the
-        argmax is the greedy action."""
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        """The 81 actions' probabilities [B, 81]: p_block·p_direction, p(STOP). A DQN head's
+        policy is greedy in its Q-values (one-hot); the planner's follows its plan (one-hot)."""
         if self.hparams.head == "target":
-            return self._planned_scores(observations)
+            return self._planned_scores(observation)
+        if self.hparams.head == "q":
+            greedy = self.score(observation).argmax(dim=-1)
+            return F.one_hot(greedy, NUM_ACTIONS).float()
+        return self.action_log_probs(observation).exp()
+
+    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
+        """The action probabilities, or a DQN head's Q-values; the argmax is the greedy action."""
         if self.hparams.head == "q":
             tokens, lengths, text = self._instruction_inputs(observations)
             return self.q_values(observations.images.to(self.device), tokens, lengths,
                                  observations.previous_action.to(self.device), text)
-        return self.action_log_probs(observations).exp()
+        return self.action_probabilities(observations)
+
+    @torch.no_grad()
+    def sample(self, observation: BlocksObservation, generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+        """Sample as the original trainer did: a block and a direction, each from its own
+        softmax; the action is STOP when the direction is. Returns the actions [B] and the
+        sampled blocks [B] (which the original loss also scores on STOP steps). The joint
+        distribution is :meth:`action_probabilities`'."""
+        block_log_probs, direction_log_probs = (t.cpu() for t in self.observe(observation))
+        blocks = torch.multinomial(block_log_probs.exp(), 1, generator=generator).squeeze(1)
+        directions = torch.multinomial(direction_log_probs.exp(), 1, generator=generator).squeeze(1)
+        actions = torch.where(directions == NUM_DIRECTIONS, STOP, blocks * NUM_DIRECTIONS + directions)
+        return actions, blocks
+
+    @torch.no_grad()
+    def act(self, observation: BlocksObservation, generator: torch.Generator | None = None) -> torch.Tensor:
+        if generator is None or self.hparams.head != "factored":
+            return super().act(observation, generator)
+        return self.sample(observation, generator)[0]
 
     # ------------------------------------------------------------------ training
     OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn", "planner")
@@ -494,6 +515,7 @@ class BlockPolicy(Grounded):
         self.log("val/accuracy", accuracy, batch_size=size, prog_bar=True)
 
     def configure_optimizers(self):
-        # foreach: one kernel per operation over all parameters (the per-tensor loop costs
-        # more than the arithmetic when every episode is an update)
-        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate, foreach=True)
+        # fused: one kernel for all parameters' update (0.6 ms a step on one CPU thread,
+        # against 3.5 ms for foreach and 2.7 for the per-tensor loop), which matters when
+        # every few episodes are an update
+        return torch.optim.Adam(self.parameters(), lr=self.hparams.learning_rate, fused=True)

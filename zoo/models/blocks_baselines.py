@@ -1,7 +1,7 @@
 """The paper's reference policies for Blocks (Table 2): Stop, Random and Demonstrations.
 
-They are ``Grounded`` models like the learned policy, so the same evaluation, CLI and hub
-code runs them. They have no weights; ``Demonstrations`` reads the privileged oracle path.
+Like the learned policy they are :class:`~zoo.models.blocks_agent.BlocksAgent` subclasses, so
+the same evaluation, CLI and hub code runs them. They have no weights; ``Demonstrations`` reads the privileged oracle path.
 """
 
 from __future__ import annotations
@@ -10,16 +10,14 @@ import torch
 
 from zoo.blocks.geometry import NUM_ACTIONS, STOP
 from zoo.blocks.observation import BlocksObservation
-from zoo.grounded import Grounded
+from zoo.models.blocks_agent import BlocksAgent
 from zoo.registry import register_model
 
 
-class BlocksBaseline(Grounded):
-    domain = "blocks"
-    """A fixed Blocks policy: scores the 81 actions without learning."""
+class BlocksBaseline(BlocksAgent):
+    """A fixed Blocks policy: acts without learning, and without looking at the images."""
 
     needs_images = False
-    needs_demonstrations = False
 
     def _one_hot(self, actions: torch.Tensor) -> torch.Tensor:
         return torch.nn.functional.one_hot(actions, NUM_ACTIONS).float()
@@ -33,8 +31,8 @@ class StopPolicy(BlocksBaseline):
         super().__init__()
         self.save_hyperparameters()
 
-    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
-        return self._one_hot(torch.full((len(observations),), STOP, dtype=torch.long))
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        return self._one_hot(torch.full((len(observation),), STOP, dtype=torch.long))
 
 
 @register_model("blocks-random")
@@ -46,7 +44,12 @@ class RandomPolicy(BlocksBaseline):
         self.save_hyperparameters()
         self.generator = torch.Generator().manual_seed(seed)
 
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        return torch.full((len(observation), NUM_ACTIONS), 1.0 / NUM_ACTIONS)
+
     def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
+        """Fresh uniform noise from the policy's own seeded stream, so that its greedy
+        action is a uniform draw and evaluations repeat exactly."""
         return torch.rand(len(observations), NUM_ACTIONS, generator=self.generator)
 
 
@@ -60,9 +63,9 @@ class DemonstrationPolicy(BlocksBaseline):
         super().__init__()
         self.save_hyperparameters()
 
-    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
-        if observations.demos is None or observations.moves_taken is None:
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        if observation.demos is None or observation.moves_taken is None:
             raise ValueError("DemonstrationPolicy needs the privileged demos and moves_taken fields")
-        step = observations.moves_taken.clamp(max=observations.demos.actions.shape[1] - 1)
-        rows = torch.arange(len(observations))
-        return self._one_hot(observations.demos.actions[rows, step])
+        step = observation.moves_taken.clamp(max=observation.demos.actions.shape[1] - 1)
+        rows = torch.arange(len(observation))
+        return self._one_hot(observation.demos.actions[rows, step])

@@ -8,18 +8,17 @@ import torch
 from torch import nn
 
 from zoo.blocks.observation import BlocksObservation
-from zoo.grounded import Grounded
+from zoo.models.blocks_agent import BlocksAgent
 
 
-class PolicyEnsemble(Grounded):
-    domain = "blocks"
-    """Scores actions by the mean of its members' action probabilities.
+class PolicyEnsemble(BlocksAgent):
+    """Acts by the mean of its members' action probabilities.
 
     Each member tokenises the instruction with its own vocabulary, so policies trained
     separately (different seeds, different data orders) can be combined.
     """
 
-    def __init__(self, policies: Sequence[Grounded]):
+    def __init__(self, policies: Sequence[BlocksAgent]):
         super().__init__()
         if not policies:
             raise ValueError("an ensemble needs at least one policy")
@@ -27,5 +26,5 @@ class PolicyEnsemble(Grounded):
         self.needs_images = any(getattr(p, "needs_images", True) for p in policies)
         self.needs_demonstrations = any(getattr(p, "needs_demonstrations", False) for p in policies)
 
-    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
-        return torch.stack([member.score(observations) for member in self.members]).mean(dim=0)
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        return torch.stack([member.action_probabilities(observation) for member in self.members]).mean(dim=0)
