@@ -12,6 +12,7 @@ COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands")
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description="Grounded-language model zoo: LIGHT and Blocks.")
+    parser.add_argument("--verbose", action="store_true", help="keep the libraries' own logging and expected warnings")
     commands = parser.add_subparsers(dest="command", required=True)
     evaluate = commands.add_parser("eval", help="evaluate a model or baseline on a benchmark")
     eval_domains = evaluate.add_subparsers(dest="domain", required=True)
@@ -58,8 +59,11 @@ def main(argv: list[str] | None = None) -> int:
     """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
     from zoo.hub import DownloadError
 
+    from zoo.console import configure_output
+
     parser = build_parser()
     args = parser.parse_args(argv)
+    configure_output(args.verbose)
     try:
         return int(args.handler(args) or 0)
     except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:

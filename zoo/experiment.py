@@ -16,6 +16,8 @@ import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.console import configure_output
+
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
 
@@ -26,7 +28,9 @@ names), a model's constructor arguments (the recipe checks them against the cons
 
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
     """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
-    then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults.
+    then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults;
+    ``--verbose`` keeps the libraries' own output (banners, tips, summaries), which is
+    otherwise off (:func:`zoo.console.configure_output`).
 
     Every key given must exist in the recipe's YAML (``trainer.*``: be a ``lightning.Trainer``
     argument), and its value must have the default's type, or the run stops before any work
@@ -37,6 +41,8 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     if "--help" in argv or "-h" in argv:
         print_help(files)
         raise SystemExit(0)
+    configure_output(verbose="--verbose" in argv)
+    argv = [arg for arg in argv if arg != "--verbose"]
     extra_files = []
     while "--config" in argv:
         at = argv.index("--config")
@@ -46,7 +52,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
         del argv[at : at + 2]
     unknown = [arg for arg in argv if "=" not in arg]
     if unknown:
-        raise SystemExit(f"arguments must be key=value overrides (or --config FILE, --help); got {unknown}")
+        raise SystemExit(f"arguments must be key=value overrides (or --config FILE, --help, --verbose); got {unknown}")
     try:
         defaults = OmegaConf.merge(*(OmegaConf.load(f) for f in files))
         given = OmegaConf.merge(*(OmegaConf.load(f) for f in extra_files), OmegaConf.from_dotlist(argv))
@@ -60,7 +66,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
 
 def print_help(files: Sequence[Path]) -> None:
     """The recipe's configuration files, comments included: every key with its default."""
-    print("usage: python RECIPE [key.sub=value ...] [--config FILE ...]\n")
+    print("usage: python RECIPE [key.sub=value ...] [--config FILE ...] [--verbose]\n")
     print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
     print("lightning.Trainer argument.\n")
     for path in files:
@@ -175,8 +181,12 @@ def make_logger(config: DictConfig, run_dir: Path, name: str):
     from lightning.pytorch.loggers import WandbLogger
 
     offline = os.environ.get("WANDB_MODE", config.get("mode", "offline")) == "offline" and not os.environ.get("WANDB_API_KEY")
-    return WandbLogger(project=config.get("project", "zoo"), name=name, save_dir=str(run_dir), offline=offline,
-                       log_model=False)
+    logger = WandbLogger(project=config.get("project", "zoo"), name=name, save_dir=str(run_dir), offline=offline,
+                         log_model=False)
+    # Lightning 2.6 always passes wandb.init(anonymous=None), which wandb >= 0.22 answers with a
+    # deprecation warning at every run; the key does nothing, so it is not sent.
+    logger._wandb_init.pop("anonymous", None)
+    return logger
 
 
 def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None = None, mode: str = "min") -> list:
@@ -249,12 +259,18 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
-    output is not a terminal (background runs), to a progress bar otherwise."""
+    output is not a terminal (background runs), to a progress bar otherwise; no layer table
+    unless ``--verbose`` (or ``trainer.enable_model_summary=true``)."""
     from zoo.callbacks.progress_log import ProgressLog
 
+    from zoo import console
+
     options = OmegaConf.to_container(config, resolve=True)
+    if not console.verbose_output:
+        options.setdefault("enable_model_summary", False)  # a table of layers before every run
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
-    if not sys.stderr.isatty():
+    if not sys.stderr.isatty():  # plain lines in a log file, not a bar redrawn in it
         callbacks = [*callbacks, ProgressLog()]
+        options.setdefault("enable_progress_bar", False)
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)
