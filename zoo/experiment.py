@@ -270,7 +270,8 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
         options.setdefault("enable_model_summary", False)  # a table of layers before every run
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
-    if not sys.stderr.isatty():  # plain lines in a log file, not a bar redrawn in it
-        callbacks = [*callbacks, ProgressLog()]
+    terminal = sys.stderr.isatty()
+    callbacks = [*callbacks, ProgressLog(lines=not terminal)]  # on a terminal the bar shows progress
+    if not terminal:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

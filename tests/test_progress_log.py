@@ -1,0 +1,36 @@
+"""A long run says what it costs within seconds, and leaves progress lines in a log file."""
+
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+
+from zoo.callbacks.progress_log import ProgressLog
+
+
+def fake_trainer(batches: int = 100, epochs: int = 3, epoch: int = 0):
+    return SimpleNamespace(num_training_batches=batches, max_epochs=epochs, current_epoch=epoch,
+                           progress_bar_metrics={"train/loss": 1.5}, callback_metrics={})
+
+
+def test_the_plan_and_the_cost_of_the_whole_run_come_first(caplog):
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, trainer, module = ProgressLog(every_n_steps=1000, estimate_after_s=0.0, lines=False), fake_trainer(), object()
+    callback.on_train_start(trainer, module)
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(3):
+        callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
+    plan, estimate = caplog.messages  # the estimate at the second batch: 98 + 2 × 100 steps left
+    assert plan == "training object: 100 batches per epoch, 3 epoch(s) to go (epoch 0 of 3)"
+    assert "the 298 training steps left take about" in estimate and "rerun the same command to resume" in estimate
+
+
+def test_without_a_terminal_progress_lines_come_every_n_steps(caplog):
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, trainer, module = ProgressLog(every_n_steps=10, estimate_after_s=1e9), fake_trainer(), object()
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(30):
+        callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
+    lines = [m for m in caplog.messages if m.startswith("epoch 0 step")]
+    assert [line.split()[3] for line in lines] == ["10/100", "20/100", "30/100"]
+    assert all("examples/s" in line and "train/loss=1.5" in line for line in lines)
