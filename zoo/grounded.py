@@ -15,10 +15,10 @@ from typing import Any
 
 import lightning as L
 import torch
-from safetensors.torch import load_model, save_model
+
+from zoo.weights import MAX_SHARD_BYTES, load_weights, save_weights, weight_shapes
 
 CONFIG_NAME = "config.json"
-WEIGHTS_NAME = "model.safetensors"
 
 
 class Grounded(L.LightningModule):
@@ -48,8 +48,9 @@ class Grounded(L.LightningModule):
         """The constructor arguments that rebuild this model (its saved hyper-parameters)."""
         return {key: value for key, value in dict(self.hparams).items()}
 
-    def save_pretrained(self, directory: str | os.PathLike) -> Path:
-        """Write ``config.json`` and ``model.safetensors`` to ``directory``.
+    def save_pretrained(self, directory: str | os.PathLike, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+        """Write ``config.json`` and the weights (safetensors, shards of at most 16 MiB:
+        :mod:`zoo.weights`) to ``directory``.
 
         The files are written into a temporary sibling and moved into place, so an
         interrupted save never leaves a half-written checkpoint behind.
@@ -60,7 +61,7 @@ class Grounded(L.LightningModule):
         with replace_directory(directory) as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-            save_model(self, str(staging / WEIGHTS_NAME))
+            save_weights(self, staging, max_shard_bytes)
             self.save_extra_files(staging)
         return directory
 
@@ -93,11 +94,11 @@ class Grounded(L.LightningModule):
         if "allow_download" in config:
             config["allow_download"] = False  # a file never turns the network on; the caller may
         config.update(overrides)
-        check_against_weights(target, config, directory / WEIGHTS_NAME)
+        check_against_weights(target, config, directory)
         try:
             model = target(**config)
             model.load_extra_files(directory)
-            load_model(model, str(directory / WEIGHTS_NAME), strict=True, device=map_location)
+            load_weights(model, directory, device=map_location)
         except (RuntimeError, OSError, ValueError, TypeError, KeyError) as error:
             first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
             raise ValueError(f"cannot load {directory}: {first}") from error
@@ -157,29 +158,21 @@ def refuse_remote_code(config: dict, where: Path) -> None:
     walk(config)
 
 
-def check_against_weights(target: type, config: dict, weights: Path) -> None:
+def check_against_weights(target: type, config: dict, directory: Path) -> None:
     """Build the architecture on the meta device (no memory) and compare every parameter's
-    shape with the safetensors header, so a config claiming ``lstm_dim=200000`` fails in one
+    shape with the safetensors headers, so a config claiming ``lstm_dim=200000`` fails in one
     line instead of allocating hundreds of gigabytes."""
-    from safetensors import safe_open
-
-    if not weights.is_file():
-        raise FileNotFoundError(f"{weights.parent} has no {weights.name}")
-    try:
-        with safe_open(str(weights), framework="pt") as handle:
-            shapes = {key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()}
-    except Exception as error:  # noqa: BLE001 - safetensors raises its own types for damaged files
-        raise ValueError(f"{weights} is not a readable safetensors file ({error})") from None
+    shapes = weight_shapes(directory)
     try:
         with torch.device("meta"):
             skeleton = target(**config)
-            skeleton.load_extra_files(weights.parent)  # vocabularies that size embeddings
+            skeleton.load_extra_files(directory)  # vocabularies that size embeddings
     except Exception as error:  # noqa: BLE001 - a config the constructor rejects
         first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"cannot build a {target.__name__} from {weights.parent / CONFIG_NAME}: {first}") from None
+        raise ValueError(f"cannot build a {target.__name__} from {directory / CONFIG_NAME}: {first}") from None
     expected = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
     for name, shape in expected.items():
         if 0 in shape:  # sized by the model's own files when it loads (IR's vocabulary), not by the config
             continue
         if name in shapes and shapes[name] != shape:
-            raise ValueError(f"{weights.parent}: the config makes {name} {shape}, the weights hold {shapes[name]}")
+            raise ValueError(f"{directory}: the config makes {name} {shape}, the weights hold {shapes[name]}")

@@ -1,0 +1,65 @@
+"""Weights are safetensors shards of at most 16 MiB (a size limit, not a format change): a
+model too big for one shard round-trips through several, tied tensors stay tied, and a damaged
+set of files is a one-line error."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from zoo.grounded import Grounded
+from zoo.models.block_policy import BlockPolicy
+from zoo.weights import INDEX_FILE, SINGLE_FILE, load_weights, save_weights, weight_files
+
+
+def tiny_policy() -> BlockPolicy:
+    torch.manual_seed(0)
+    return BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+                       hidden_dim=8)
+
+
+def test_a_model_larger_than_a_shard_is_saved_in_several_and_loads_identically(tmp_path):
+    policy = tiny_policy()
+    policy.save_pretrained(tmp_path / "policy", max_shard_bytes=20_000)
+    files = weight_files(tmp_path / "policy")
+    assert len(files) > 1 and all(f.stat().st_size <= 20_000 + 4096 for f in files)  # a shard holds whole tensors
+    assert (tmp_path / "policy" / INDEX_FILE).is_file() and not (tmp_path / "policy" / SINGLE_FILE).exists()
+    loaded = Grounded.from_pretrained(tmp_path / "policy")
+    for name, tensor in policy.state_dict().items():
+        torch.testing.assert_close(loaded.state_dict()[name], tensor, rtol=0, atol=0, msg=name)
+
+
+def test_a_model_within_one_shard_keeps_the_single_file_layout(tmp_path):
+    tiny_policy().save_pretrained(tmp_path / "policy")
+    assert [f.name for f in weight_files(tmp_path / "policy")] == [SINGLE_FILE]
+
+
+class Tied(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.encoder, self.decoder = torch.nn.Linear(64, 64), torch.nn.Linear(64, 64)
+        self.decoder.weight = self.encoder.weight
+
+
+def test_tied_tensors_are_stored_once_and_come_back_tied(tmp_path):
+    model = Tied()
+    save_weights(model, tmp_path, max_shard_bytes=10_000)
+    stored = json.loads((tmp_path / INDEX_FILE).read_text())["weight_map"]
+    assert len({"encoder.weight", "decoder.weight"} & set(stored)) == 1
+    fresh = Tied()
+    load_weights(fresh, tmp_path)
+    assert fresh.decoder.weight is fresh.encoder.weight
+    torch.testing.assert_close(fresh.encoder.weight, model.encoder.weight)
+
+
+def test_a_missing_shard_or_an_index_pointing_elsewhere_is_one_line(tmp_path):
+    tiny_policy().save_pretrained(tmp_path / "policy", max_shard_bytes=20_000)
+    weight_files(tmp_path / "policy")[-1].unlink()
+    with pytest.raises(FileNotFoundError, match="lacks the shard"):
+        Grounded.from_pretrained(tmp_path / "policy")
+    index = tmp_path / "policy" / INDEX_FILE
+    index.write_text(json.dumps({"metadata": {}, "weight_map": {"image.project.weight": "../../elsewhere.safetensors"}}))
+    with pytest.raises(ValueError, match="outside its directory"):
+        Grounded.from_pretrained(tmp_path / "policy")
