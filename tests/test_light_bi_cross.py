@@ -187,15 +187,22 @@ def test_cross_ranker_reads_context_and_candidate_as_one_sequence(backbone, corp
 
 
 # ------------------------------------------------------------------------------ DDP
-def test_two_process_ddp_agrees_with_one_process(corpus, backbone, tmp_path):
-    """Two gloo processes train a tiny bi-ranker: both end with the same weights, and the
+def test_two_process_ddp_agrees_with_one_process(backbone, tmp_path):
+    """Two gloo processes train a tiny bi-ranker from a cold cache: LIGHT-sim is generated
+    once (by the first process, before Lightning launches the second, which finds it; builders
+    that do overlap wait on its file lock), both ranks end with the same weights, and the
     test R@1 reduced over the ranks equals one process evaluating the whole split."""
-    run_dir = tmp_path / "ddp"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")])}
+    run_dir, cache = tmp_path / "ddp", tmp_path / "cache"
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), str(REPO / "tests")]), "ZOO_CACHE": str(cache)}
     command = [sys.executable, str(REPO / "tests" / "ddp_check.py"), "light",
-               *tiny_overrides(corpus, backbone, run_dir, **{"trainer.devices": "2", "trainer.strategy": "ddp",
-                                                             "data.limit": "{train: 48, valid: 24, test: 23, test_unseen: 24}"})]
-    subprocess.run(command, check=True, env=env, cwd=tmp_path, timeout=600, capture_output=True)
+               *tiny_overrides(Path("unused"), backbone, run_dir, **{
+                   "data.sim_dir": "null", "data.sim_preset": "tiny", "trainer.devices": "2", "trainer.strategy": "ddp",
+                   "data.limit": "{train: 48, valid: 24, test: 23, test_unseen: 24}"})]
+    completed = subprocess.run(command, env=env, cwd=tmp_path, timeout=600, capture_output=True, text=True)
+    assert completed.returncode == 0, completed.stderr[-2000:]
+    assert completed.stderr.count("generating LIGHT-sim") == 1, completed.stderr[-2000:]
+    (corpus,) = [p for p in (cache / "light" / "sim").iterdir() if p.is_dir()]
+    assert (corpus / "sim_manifest.json").is_file()
     ranks = [json.loads((run_dir / f"rank{r}.json").read_text()) for r in range(2)]
     assert ranks[0]["weights"] == ranks[1]["weights"]
     results = json.loads((run_dir / "results.json").read_text())
