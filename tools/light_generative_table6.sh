@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The generative transformer's Table 6 (Urbanek et al. 2019) on a fixed data budget: the seven
+# grounding rows of the paper x dialogue / action / emote, from scratch (the paper's emote model
+# had no pretraining either), one pass over the first TRAIN training examples of LIGHT-sim.
+#   tools/launch_run.sh table6 tools/light_generative_table6.sh runs/light-sim-full 8000
+# Runs go to runs/light/table6-TRAIN/<task>-<features>/ and resume; a finished one
+# (results.json) is skipped, so relaunching continues the table. Dialogue rows first.
+# tools/light_table6.py runs/light/table6-TRAIN prints the table.
+set -euo pipefail
+sim="$1"; train="${2:-8000}"; shift 2 || true
+here="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python}"
+out="runs/light/table6-$train"
+limit="{train: $train, valid: 200, test: 500, test_unseen: 500}"
+for task in dialogue action emote; do
+  for features in all actions_emotes dialogue dialogue_action_emote dialogue_persona dialogue_setting dialogue_objects; do
+    run="$out/$task-$features"
+    [ -f "$run/results.json" ] && continue
+    "$python" "$here/recipes/light_generative.py" data.sim_dir="$sim" "data.limit=$limit" data.task="$task" \
+      data.features="$features" model.options.start=scratch trainer.max_epochs=1 trainer.val_check_interval=1.0 \
+      threads=1 export=false run_dir="$run" "$@"
+  done
+done
