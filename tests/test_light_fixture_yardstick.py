@@ -124,7 +124,26 @@ def test_candidates_are_deterministic_for_a_seed_and_change_with_it(fixture, dia
 
 def test_a_pool_too_small_for_a_full_list_is_an_error(fixture):
     with pytest.raises(ValueError, match="distractors needed"):
-        FixtureDistractors(fixture, num_candidates=1000)("hello", 0)
+        FixtureDistractors(fixture, num_candidates=1000)("hello", 0, 0)
+    with pytest.raises(ValueError, match="unknown distractor pool"):
+        FixtureDistractors(fixture, pool="nearby")
+
+
+def test_the_other_pools_add_this_dialogues_lines_as_documented(fixture, dialogue):
+    def own_turns(dataset):
+        """Per example: the turns of its own episode that its distractors come from."""
+        turns = []
+        for example in dataset.examples:
+            lines = {fixture.episodes[example.episode].turns[t].speech: t
+                     for t in fixture.real_turns[example.episode]["speech"]}
+            turns.append([lines[c] for c in example.candidates if c != example.label and c in lines])
+        return turns
+
+    assert not any(own_turns(dialogue))
+    unsaid = own_turns(yardstick_dataset(fixture, "dialogue", distractors="unsaid"))
+    assert any(unsaid) and all(t > e.turn for ts, e in zip(unsaid, dialogue.examples) for t in ts)
+    every = own_turns(yardstick_dataset(fixture, "dialogue", distractors="all"))
+    assert any(t < e.turn for ts, e in zip(every, dialogue.examples) for t in ts)
 
 
 # -- scores and intervals -------------------------------------------------------------------------------
@@ -215,8 +234,13 @@ def test_cli_fixture_json(capsys):
                  "--bootstrap", "0", "--json"]) == 0
     emote = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert emote["n"] == 5 and "accuracy" in emote and "ci95" not in emote
+    assert main(["eval", "light", "--source", "fixture", "--model", "random", "--distractors", "unsaid",
+                 "--bootstrap", "0", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["distractors"] == "unsaid"
 
 
-def test_cli_candidate_seed_needs_the_fixture(capsys):
+def test_cli_fixture_options_need_the_fixture(capsys):
     assert main(["eval", "light", "--source", "sim", "--candidate-seed", "1"]) == 2
     assert capsys.readouterr().err.strip() == "zoo eval light: error: --candidate-seed applies to --source fixture only"
+    assert main(["eval", "light", "--source", "fixture", "--task", "emote", "--distractors", "all"]) == 2
+    assert capsys.readouterr().err.strip() == "zoo eval light: error: --distractors applies to the dialogue task only"

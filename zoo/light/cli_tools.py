@@ -144,6 +144,9 @@ def add_eval_command(eval_subparsers) -> None:
     _source_arguments(evaluate, fixture=True)
     evaluate.add_argument("--candidate-seed", type=int, default=None,
                           help="--source fixture: seed of the 19 distractors (default 42)")
+    evaluate.add_argument("--distractors", choices=("other-episodes", "unsaid", "all"), default=None,
+                          help="--source fixture, dialogue: where the 19 distractors come from (default "
+                          "other-episodes; unsaid adds this dialogue's later turns, all its earlier ones too)")
     evaluate.add_argument("--bootstrap", type=int, default=None, metavar="RESAMPLES",
                           help="percentile-bootstrap 95%% intervals over examples with this many resamples "
                           "(default 1000 with --source fixture, none otherwise; 0 turns them off)")
@@ -151,7 +154,7 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--epochs", type=int, default=5, help="training epochs of fasttext / candidates-only")
     evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
-    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split")
+    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split (with --source fixture: of LIGHT-sim, where baselines train)")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
@@ -182,8 +185,9 @@ def run_eval(args) -> int:
 
     fixture = args.source == "fixture"
     try:
-        if args.candidate_seed is not None and not fixture:
-            raise ValueError("--candidate-seed applies to --source fixture only")
+        for given, flag in ((args.candidate_seed, "--candidate-seed"), (args.distractors, "--distractors")):
+            if given is not None and not fixture:
+                raise ValueError(f"{flag} applies to --source fixture only")
         if args.save:
             check_replaceable(args.save)
         # On the fixture, baselines learn from LIGHT-sim train, as every released model did: the
@@ -251,16 +255,21 @@ def _bootstrap(args):
 def _fixture_cases(args):
     """The real-fixture yardstick's dataset for ``args.task`` and what describes its cases."""
     from zoo.light.fixture import LABEL, load_fixture
-    from zoo.light.fixture_yardstick import DEFAULT_SEED, real_persona_share, yardstick_dataset
+    from zoo.light.fixture_yardstick import DEFAULT_SEED, DISTRACTOR_POOLS, real_persona_share, yardstick_dataset
 
     seed = DEFAULT_SEED if args.candidate_seed is None else args.candidate_seed
+    pool = args.distractors or "other-episodes"
+    if args.distractors is not None and args.task != "dialogue":
+        raise ValueError("--distractors applies to the dialogue task only")
     fixture = load_fixture(args.data_dir)
-    dataset = yardstick_dataset(fixture, args.task, args.features, seed)
-    candidates = {"dialogue": f"gold + 19 distinct real utterances of the other fixture episodes, seed {seed}",
+    dataset = yardstick_dataset(fixture, args.task, args.features, seed, distractors=pool)
+    candidates = {"dialogue": f"gold + 19 {DISTRACTOR_POOLS[pool]} (distractors {pool}), seed {seed}",
                   "action": "the turn's available_actions (reconstructed in the fixture; gold included)",
                   "emote": "the 22 emotes"}[args.task]
-    return dataset, {"data": LABEL, "episodes": len(fixture.episodes), "candidates": candidates,
-                     "real_self_persona_share": round(real_persona_share(fixture, dataset), 4)}
+    cases = {"data": LABEL, "episodes": len(fixture.episodes), "candidates": candidates}
+    if args.task == "dialogue":
+        cases.update(distractors=pool, candidate_seed=seed)
+    return dataset, {**cases, "real_self_persona_share": round(real_persona_share(fixture, dataset), 4)}
 
 
 # ------------------------------------------------------------------------------------ generate

@@ -56,11 +56,6 @@ class LightFixture:
             raise ValueError(f"field must be one of {TURN_FIELDS}, got {field!r}")
         return turn in self.real_turns[episode][field]
 
-    def real_utterances(self, episode: int) -> list[str]:
-        """Episode ``episode``'s real utterances, in turn order."""
-        turns = self.episodes[episode].turns
-        return [turns[t].speech for t in self.real_turns[episode]["speech"] if turns[t].speech is not None]
-
 
 def fixture_dir(data_dir: str | os.PathLike | None = None) -> Path:
     """``<light data dir>/fixture``: ``data_dir`` (the LIGHT data directory) or ``$ZOO_DATA_DIR/light``."""

@@ -14,11 +14,14 @@ number on real speech can sit beside its LIGHT-sim number.
 * **Dialogue (R@1/20):** every real utterance is a label once. Its 19 distractors are distinct
   real utterances of the *other* fixture episodes, different from the gold, drawn with
   ``random.Random(seed).sample`` (``seed`` 42 by default, ParlAI's speech seed; one RNG consumed
-  in example order), and the gold goes to a slot drawn by ``randrange(20)``. ParlAI draws from
-  its whole 13k-utterance test split, where a negative from the example's own dialogue is rare
-  (about 1 draw in 1,000); in 86 utterances the own dialogue would give about 1 negative in 8,
-  all on the very topic of the context, which would make the yardstick harder than the paper's.
-  Distinct strings keep a list from repeating a negative.
+  in example order), and the gold goes to a slot drawn by ``randrange(20)``. Why not ParlAI's
+  pool rule (every utterance of the split, the example's own dialogue included): in ParlAI's
+  13k-utterance test split a distractor from the dialogue being ranked is rare (about 1 draw in
+  1,000); in 86 utterances it is about 1 in 8, and those drawn from earlier turns repeat a line
+  the context already shows, which a word-overlap scorer then ranks first. The price is that
+  every distractor is off topic, which makes the cases easier than the paper's; the other
+  pools of :data:`DISTRACTOR_POOLS` measure how much that matters
+  (``docs/results/light_fixture.md``). Distinct strings keep a list from repeating a negative.
 * **Action accuracy:** real gold actions; the candidates are the turn's ``available_actions``,
   which the fixture *reconstructed* from a reconstructed inventory (gold always included), so
   this measures ranking against a plausible, not the original, candidate list.
@@ -45,31 +48,53 @@ NUM_CANDIDATES = 20
 TASKS = ("dialogue", "action", "emote")
 
 
-class FixtureDistractors:
-    """Speech candidate lists: the gold once, plus distinct real utterances of other episodes.
+DISTRACTOR_POOLS = {
+    "other-episodes": "distinct real utterances of the other fixture episodes",
+    "unsaid": "distinct real utterances of the other episodes and of this dialogue's later turns",
+    "all": "distinct real utterances of the whole fixture, this dialogue's earlier turns included",
+}
+"""Where distractors come from; ``other-episodes`` is the yardstick, the others measure how
+much the number depends on that choice (``all`` is ParlAI's pool rule applied to 86 lines)."""
 
-    The pool of episode ``e`` is every distinct real utterance of the fixture outside ``e``, in
-    file order; ``__call__`` samples ``num_candidates - 1`` of those that differ from the gold
-    and inserts the gold at a random slot. A pool too small for a full list is an error, not a
-    shorter list: R@1/20 must mean 20 candidates.
+
+class FixtureDistractors:
+    """Speech candidate lists: the gold once, plus distinct real utterances drawn from ``pool``.
+
+    ``other-episodes`` (default) draws from every other fixture episode. ``unsaid`` adds this
+    dialogue's turns after the labelled one (on topic, but not yet in the context). ``all``
+    draws from every real utterance, so a distractor may repeat a line the context already
+    shows, which a word-overlap scorer then prefers; in ParlAI's 13k-line pool that is about 1
+    list in 100, here about 1 in 2. Utterances are taken in file order and deduplicated;
+    ``__call__`` samples ``num_candidates - 1`` of those that differ from the gold and inserts
+    the gold at a random slot. A pool too small for a full list is an error, not a shorter list:
+    R@1/20 must mean 20 candidates.
     """
 
     def __init__(self, fixture: LightFixture, seed: int = DEFAULT_SEED,
-                 num_candidates: int = NUM_CANDIDATES) -> None:
+                 num_candidates: int = NUM_CANDIDATES, pool: str = "other-episodes") -> None:
         if num_candidates < 2:
             raise ValueError(f"num_candidates must be at least 2 (gold and a distractor), got {num_candidates}")
+        if pool not in DISTRACTOR_POOLS:
+            raise ValueError(f"unknown distractor pool {pool!r}; choose one of {sorted(DISTRACTOR_POOLS)}")
         self.rng = random.Random(seed)
         self.num_distractors = num_candidates - 1
-        utterances = [fixture.real_utterances(e) for e in range(len(fixture.episodes))]
-        self.pools = [
-            list(dict.fromkeys(u for other, lines in enumerate(utterances) if other != e for u in lines))
-            for e in range(len(utterances))
-        ]
+        self.pool = pool
+        self.utterances = [(e, t, fixture.episodes[e].turns[t].speech)
+                           for e in range(len(fixture.episodes)) for t in fixture.real_turns[e]["speech"]
+                           if fixture.episodes[e].turns[t].speech is not None]
 
-    def __call__(self, gold: str, episode: int) -> list[str]:
-        pool = [utterance for utterance in self.pools[episode] if utterance != gold]
+    def _eligible(self, episode: int, turn: int, label_episode: int, label_turn: int) -> bool:
+        if self.pool == "other-episodes":
+            return episode != label_episode
+        if self.pool == "unsaid":
+            return episode != label_episode or turn > label_turn
+        return True
+
+    def __call__(self, gold: str, episode: int, turn: int) -> list[str]:
+        pool = list(dict.fromkeys(u for e, t, u in self.utterances
+                                  if u != gold and self._eligible(e, t, episode, turn)))
         if len(pool) < self.num_distractors:
-            raise ValueError(f"fixture episode {episode}: only {len(pool)} real utterances of other episodes, "
+            raise ValueError(f"fixture episode {episode}: only {len(pool)} eligible real utterances, "
                              f"{self.num_distractors} distractors needed")
         candidates = self.rng.sample(pool, self.num_distractors)
         candidates.insert(self.rng.randrange(self.num_distractors + 1), gold)
@@ -77,8 +102,10 @@ class FixtureDistractors:
 
 
 def yardstick_dataset(fixture: LightFixture, task: str = "dialogue", features: str | Features | None = None,
-                      seed: int = DEFAULT_SEED, num_candidates: int = NUM_CANDIDATES) -> LightDataset:
-    """The fixture's real ``task`` examples with their full contexts and yardstick candidates."""
+                      seed: int = DEFAULT_SEED, num_candidates: int = NUM_CANDIDATES,
+                      distractors: str = "other-episodes") -> LightDataset:
+    """The fixture's real ``task`` examples with their full contexts and yardstick candidates
+    (``distractors``: a key of :data:`DISTRACTOR_POOLS`, dialogue only)."""
     if task not in TASKS:
         raise ValueError(f"the fixture yardstick covers {TASKS}, not {task!r}")
     kind = label_type(task)
@@ -89,8 +116,8 @@ def yardstick_dataset(fixture: LightFixture, task: str = "dialogue", features: s
         raise ValueError(f"the fixture has no real {kind} labels")
     examples, contexts = [examples[i] for i in kept], [contexts[i] for i in kept]
     if kind == "speech":
-        distractors = FixtureDistractors(fixture, seed, num_candidates)
-        examples = [replace(e, candidates=tuple(distractors(e.label, e.episode))) for e in examples]
+        draw = FixtureDistractors(fixture, seed, num_candidates, distractors)
+        examples = [replace(e, candidates=tuple(draw(e.label, e.episode, e.turn))) for e in examples]
     return LightDataset(examples, contexts)
 
 
