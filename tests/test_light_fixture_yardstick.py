@@ -12,7 +12,6 @@ import pytest
 import torch
 
 from tests.conftest import LIGHT_DATA
-
 from zoo.bootstrap import Bootstrap
 from zoo.cli import main
 from zoo.light.evaluate import evaluate_ranker, example_outcomes

@@ -255,7 +255,12 @@ def _bootstrap(args):
 def _fixture_cases(args):
     """The real-fixture yardstick's dataset for ``args.task`` and what describes its cases."""
     from zoo.light.fixture import LABEL, load_fixture
-    from zoo.light.fixture_yardstick import DEFAULT_SEED, DISTRACTOR_POOLS, real_persona_share, yardstick_dataset
+    from zoo.light.fixture_yardstick import (
+        DEFAULT_SEED,
+        DISTRACTOR_POOLS,
+        real_persona_share,
+        yardstick_dataset,
+    )
 
     seed = DEFAULT_SEED if args.candidate_seed is None else args.candidate_seed
     pool = args.distractors or "other-episodes"

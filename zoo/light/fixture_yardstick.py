@@ -17,7 +17,7 @@ number on real speech can sit beside its LIGHT-sim number.
   in example order), and the gold goes to a slot drawn by ``randrange(20)``. Why not ParlAI's
   pool rule (every utterance of the split, the example's own dialogue included): in ParlAI's
   13k-utterance test split a distractor from the dialogue being ranked is rare (about 1 draw in
-  1,000); in 86 utterances it is about 1 in 8, and those drawn from earlier turns repeat a line
+  1,000); in 86 utterances it is about 1 in 9, and those drawn from earlier turns repeat a line
   the context already shows, which a word-overlap scorer then ranks first. The price is that
   every distractor is off topic, which makes the cases easier than the paper's; the other
   pools of :data:`DISTRACTOR_POOLS` measure how much that matters
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import random
 from dataclasses import replace
+
 from zoo.light.datamodule import LightDataset
 from zoo.light.examples import build_examples, full_contexts, label_type
 from zoo.light.features import Features
@@ -64,7 +65,7 @@ class FixtureDistractors:
     dialogue's turns after the labelled one (on topic, but not yet in the context). ``all``
     draws from every real utterance, so a distractor may repeat a line the context already
     shows, which a word-overlap scorer then prefers; in ParlAI's 13k-line pool that is about 1
-    list in 100, here about 1 in 2. Utterances are taken in file order and deduplicated;
+    list in 100, here about 3 in 5. Utterances are taken in file order and deduplicated;
     ``__call__`` samples ``num_candidates - 1`` of those that differ from the gold and inserts
     the gold at a random slot. A pool too small for a full list is an error, not a shorter list:
     R@1/20 must mean 20 candidates.
