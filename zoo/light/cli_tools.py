@@ -22,10 +22,14 @@ BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "light-fast
 PRESETS = ("full", "small", "tiny")
 
 
-def _source_arguments(parser: argparse.ArgumentParser) -> None:
+def _source_arguments(parser: argparse.ArgumentParser, fixture: bool = False) -> None:
     group = parser.add_argument_group("corpus")
-    group.add_argument("--source", choices=("auto", "official", "sim"), default="auto",
-                       help="official release, LIGHT-sim, or auto: official when present, else LIGHT-sim")
+    sources = ("auto", "official", "sim") + (("fixture",) if fixture else ())
+    help_text = "official release, LIGHT-sim, or auto: official when present, else LIGHT-sim"
+    if fixture:
+        help_text += ("; fixture: the real-LIGHT yardstick of the fixture's real episodes (zoo.light."
+                      "fixture_yardstick; --split is ignored, baselines are fitted on LIGHT-sim train)")
+    group.add_argument("--source", choices=sources, default="auto", help=help_text)
     group.add_argument("--data-dir", help="directory with the release files / environment (default $ZOO_DATA_DIR/light)")
     group.add_argument("--download", action="store_true", help="download missing release files")
     group.add_argument("--sim-dir", help="an existing LIGHT-sim corpus directory (from `zoo light sim`)")
@@ -128,18 +132,29 @@ def add_eval_command(eval_subparsers) -> None:
         "light", help="R@1 (dialogue) or accuracy (action, emote) of a LIGHT ranker",
         description="Evaluate a baseline (random, ir, fasttext, candidates-only) or a saved model directory on a "
         "LIGHT task and split. ir is fitted and fasttext trained on the train split first. The JSON object printed "
-        "last holds r_at_1 (dialogue) or accuracy (action, emote), n, and data (LIGHT or LIGHT-sim).")
+        "last holds r_at_1 (dialogue) or accuracy (action, emote), n, and data (LIGHT, LIGHT-sim or LIGHT (fixture)). "
+        "--source fixture scores the real fixture episodes: R@1/20 against 19 real utterances of the other "
+        "episodes, action and emote accuracy on their real labels, each with a bootstrap 95% interval.")
     evaluate.add_argument("--model", default="random",
                           help="random | ir | fasttext | candidates-only | a save_pretrained directory or released name")
     evaluate.add_argument("--task", choices=("dialogue", "action", "emote"), default="dialogue")
     evaluate.add_argument("--split", choices=SPLITS, default="test")
     evaluate.add_argument("--features", choices=sorted(FEATURE_SETS), default="parlai_default",
                           help="named grounding feature set (default: ParlAI's DefaultTeacher text)")
-    _source_arguments(evaluate)
+    _source_arguments(evaluate, fixture=True)
+    evaluate.add_argument("--candidate-seed", type=int, default=None,
+                          help="--source fixture: seed of the 19 distractors (default 42)")
+    evaluate.add_argument("--distractors", choices=("other-episodes", "unsaid", "all"), default=None,
+                          help="--source fixture, dialogue: where the 19 distractors come from (default "
+                          "other-episodes; unsaid adds this dialogue's later turns, all its earlier ones too)")
+    evaluate.add_argument("--bootstrap", type=int, default=None, metavar="RESAMPLES",
+                          help="percentile-bootstrap 95%% intervals over examples with this many resamples "
+                          "(default 1000 with --source fixture, none otherwise; 0 turns them off)")
+    evaluate.add_argument("--bootstrap-seed", type=int, default=0, help="seed of the bootstrap resamples")
     evaluate.add_argument("--epochs", type=int, default=5, help="training epochs of fasttext / candidates-only")
     evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
-    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split")
+    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split (with --source fixture: of LIGHT-sim, where baselines train)")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
@@ -166,41 +181,100 @@ def run_eval(args) -> int:
 
     from zoo.files import check_replaceable
     from zoo.light.datamodule import LightDataModule
-    from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir
+    from zoo.light.evaluate import evaluate_ranker
 
+    fixture = args.source == "fixture"
     try:
+        for given, flag in ((args.candidate_seed, "--candidate-seed"), (args.distractors, "--distractors")):
+            if given is not None and not fixture:
+                raise ValueError(f"{flag} applies to --source fixture only")
         if args.save:
             check_replaceable(args.save)
-        module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
-                                 sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
-        module.prepare_data()
+        # On the fixture, baselines learn from LIGHT-sim train, as every released model did: the
+        # fixture has no train split of its own, and real LIGHT train holds five fixture dialogues.
+        module = LightDataModule(task=args.task, features=args.features, source="sim" if fixture else args.source,
+                                 data_dir=args.data_dir, sim=_sim_config(args), sim_dir=args.sim_dir,
+                                 download=args.download, limit=args.limit)
+        if fixture:
+            dataset, cases = _fixture_cases(args)
+        else:
+            module.prepare_data()
         L.seed_everything(args.seed, verbose=False)  # before the model: its initial weights too
         model = load_ranker(args.model, args.seed)
-        extra: dict = {}
-        kind = type(model).__name__
-        if kind == "IRRanker" and not model.fitted:
-            fit_ir(model, module)
-        elif kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in BASELINES:
-            extra = fit_fasttext(model, module, epochs=args.epochs, batch_size=args.batch_size)
+        extra = _fit_baseline(model, args, module)
         if args.save:
             model.save_pretrained(args.save)
-        result = evaluate_ranker(model, module.dataset(args.split), args.task)
+        if not fixture:
+            dataset, cases = module.dataset(args.split), {}
+        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args))
         if hasattr(model, "generate") and hasattr(model, "gold_nll"):
             from zoo.light.evaluate import evaluate_generation
 
-            result.update(evaluate_generation(model, module.dataset(args.split), args.generations))
+            result.update(evaluate_generation(model, dataset, args.generations))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
     metric = "r_at_1" if args.task == "dialogue" else "accuracy"
-    summary = {"model": args.model, "task": args.task, "split": args.split, "features": args.features,
-               "data": module.label, **result, **extra}
+    label, split = (cases["data"], "fixture") if fixture else (module.label, args.split)
+    summary = {"model": args.model, "task": args.task, "split": split, "features": args.features,
+               "data": label, **result, **{k: v for k, v in cases.items() if k != "data"}, **extra}
     generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
-    print(f"{module.label} {args.split}, {args.task} ({args.features}), {args.model}: {metric} "
-          f"{result[metric]:.4f} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, n {result['n']}{generative}",
-          file=sys.stderr if args.json else sys.stdout)
+    interval = f" [{result['ci95'][metric][0]:.4f}, {result['ci95'][metric][1]:.4f}]" if "ci95" in result else ""
+    where = label if fixture else f"{label} {split}"
+    print(f"{where}, {args.task} ({args.features}), {args.model}: {metric} "
+          f"{result[metric]:.4f}{interval} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, "
+          f"n {result['n']}{generative}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
     return 0
+
+
+def _fit_baseline(model, args, module) -> dict:
+    """Fit IR / train the fastText-style baselines on ``module``'s train split; what it cost."""
+    from zoo.light.evaluate import fit_fasttext, fit_ir
+
+    kind = type(model).__name__
+    if kind == "IRRanker" and not model.fitted:
+        fit_ir(model, module)
+        return {"fit_data": module.label}
+    if kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in BASELINES:
+        return {"fit_data": module.label,
+                **fit_fasttext(model, module, epochs=args.epochs, batch_size=args.batch_size)}
+    return {}
+
+
+def _bootstrap(args):
+    """The interval settings asked for: 1000 resamples on the fixture unless told otherwise."""
+    from zoo.bootstrap import Bootstrap
+
+    resamples = args.bootstrap if args.bootstrap is not None else 1000 if args.source == "fixture" else 0
+    if resamples < 0:
+        raise ValueError(f"--bootstrap must be >= 0, got {resamples}")
+    return Bootstrap(resamples, args.bootstrap_seed) if resamples else None
+
+
+def _fixture_cases(args):
+    """The real-fixture yardstick's dataset for ``args.task`` and what describes its cases."""
+    from zoo.light.fixture import LABEL, load_fixture
+    from zoo.light.fixture_yardstick import (
+        DEFAULT_SEED,
+        DISTRACTOR_POOLS,
+        real_persona_share,
+        yardstick_dataset,
+    )
+
+    seed = DEFAULT_SEED if args.candidate_seed is None else args.candidate_seed
+    pool = args.distractors or "other-episodes"
+    if args.distractors is not None and args.task != "dialogue":
+        raise ValueError("--distractors applies to the dialogue task only")
+    fixture = load_fixture(args.data_dir)
+    dataset = yardstick_dataset(fixture, args.task, args.features, seed, distractors=pool)
+    candidates = {"dialogue": f"gold + 19 {DISTRACTOR_POOLS[pool]} (distractors {pool}), seed {seed}",
+                  "action": "the turn's available_actions (reconstructed in the fixture; gold included)",
+                  "emote": "the 22 emotes"}[args.task]
+    cases = {"data": LABEL, "episodes": len(fixture.episodes), "candidates": candidates}
+    if args.task == "dialogue":
+        cases.update(distractors=pool, candidate_seed=seed)
+    return dataset, {**cases, "real_self_persona_share": round(real_persona_share(fixture, dataset), 4)}
 
 
 # ------------------------------------------------------------------------------------ generate

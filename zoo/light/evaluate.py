@@ -2,8 +2,9 @@
 
 The metric follows the task: ``r_at_1`` (R@1 over the 20 candidates) for dialogue,
 ``accuracy`` (R@1 over the available actions or the 22 emotes) for action and emote; ``mrr``
-is reported beside it. Results carry ``data`` (``LIGHT`` or ``LIGHT-sim``) so no number
-travels without its corpus.
+is reported beside it, and with a :class:`~zoo.bootstrap.Bootstrap` each metric's interval
+over examples (small yardsticks such as the real fixture need it). Results carry ``data``
+(``LIGHT`` or ``LIGHT-sim``) so no number travels without its corpus.
 """
 
 from __future__ import annotations
@@ -13,9 +14,10 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
+from zoo.bootstrap import Bootstrap
 from zoo.light.datamodule import LightDataModule, LightDataset
 from zoo.light.examples import LightExample, label_type
-from zoo.light.metrics import MeanReciprocalRank, RecallAtK
+from zoo.light.metrics import expected_hits, reciprocal_ranks
 
 
 def metric_name(task: str) -> str:
@@ -24,28 +26,45 @@ def metric_name(task: str) -> str:
 
 
 @torch.no_grad()
-def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256) -> dict[str, Any]:
-    """R@1 / accuracy and MRR of ``model.score`` over every example of ``dataset``."""
-    recall, mrr = RecallAtK(1), MeanReciprocalRank()
+def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -> dict[str, torch.Tensor]:
+    """Per-example ``hit`` (expected hit@1, ties broken at random in expectation) and ``rr``
+    (reciprocal rank of the gold) of ``model.score`` over every example of ``dataset``, in
+    order: the means are R@1 / accuracy and MRR, the values are what an interval resamples."""
+    hits, ranks = [], []
     if hasattr(model, "eval"):
         model.eval()
     for start in range(0, len(dataset), batch_size):
         items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
         scores = model.score([i.context for i in items], [list(i.candidates) for i in items])
-        target = torch.tensor([i.label for i in items], dtype=torch.long)
-        recall.update(scores, target)
-        mrr.update(scores, target)
-    n = len(dataset)
-    if n == 0:
+        target = torch.tensor([i.label for i in items], dtype=torch.long, device=scores.device)
+        hits.append(expected_hits(scores, target, 1).double().cpu())
+        ranks.append(reciprocal_ranks(scores, target).cpu())
+    if not hits:
         raise ValueError("the split has no examples for this task")
+    return {"hit": torch.cat(hits), "rr": torch.cat(ranks)}
+
+
+def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256,
+                    bootstrap: Bootstrap | None = None) -> dict[str, Any]:
+    """R@1 / accuracy and MRR of ``model.score`` over every example of ``dataset``; with
+    ``bootstrap``, also ``ci95`` (or the level asked): each metric's interval over examples."""
+    outcomes = example_outcomes(model, dataset, batch_size)
+    n = len(dataset)
+    metric = metric_name(task)
     mean_candidates = sum(len(e.candidates) for e in dataset.examples) / n
-    return {
-        metric_name(task): round(float(recall.compute()), 6),
-        "mrr": round(float(mrr.compute()), 6),
+    result: dict[str, Any] = {
+        metric: round(float(outcomes["hit"].mean()), 6),
+        "mrr": round(float(outcomes["rr"].mean()), 6),
         "n": n,
         "chance": round(sum(1.0 / len(e.candidates) for e in dataset.examples) / n, 6),
         "mean_candidates": round(mean_candidates, 3),
     }
+    if bootstrap is not None:
+        key = f"ci{round(bootstrap.level * 100):d}"
+        result[key] = {name: [round(bound, 6) for bound in bootstrap.interval(outcomes[column].numpy())]
+                       for name, column in ((metric, "hit"), ("mrr", "rr"))}
+        result["bootstrap"] = bootstrap.describe()
+    return result
 
 
 @torch.no_grad()

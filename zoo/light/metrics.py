@@ -26,6 +26,15 @@ def expected_hits(scores: torch.Tensor, target: torch.Tensor, k: int = 1) -> tor
     return ((k - greater) / ties).clamp(0.0, 1.0)
 
 
+def reciprocal_ranks(scores: torch.Tensor, target: torch.Tensor) -> torch.Tensor:
+    """Per-example 1 / rank of the gold, in float64; a gold tied with others takes its mean
+    rank among them."""
+    gold = scores.float().gather(1, target.view(-1, 1))
+    greater = (scores.float() > gold).sum(dim=1).double()
+    ties = (scores.float() == gold).sum(dim=1).double()
+    return 1.0 / (greater + (ties + 1) / 2)
+
+
 class RecallAtK(Metric):
     """R@k: the (expected) fraction of examples whose gold is among the ``k`` best candidates.
 
@@ -76,10 +85,7 @@ class MeanReciprocalRank(Metric):
 
     def update(self, scores: torch.Tensor, target: torch.Tensor) -> None:
         target = torch.as_tensor(target, dtype=torch.long, device=scores.device)
-        gold = scores.float().gather(1, target.view(-1, 1))
-        greater = (scores.float() > gold).sum(dim=1).double()
-        ties = (scores.float() == gold).sum(dim=1).double()
-        self.total_rr += (1.0 / (greater + (ties + 1) / 2)).sum()
+        self.total_rr += reciprocal_ranks(scores, target).sum()
         self.total += target.numel()
 
     def compute(self) -> torch.Tensor:
