@@ -24,8 +24,8 @@ from pathlib import Path
 MODELS = ("random", "candidates-only", "fasttext", "light-ir", "light-starspace", "light-memnet",
           "light-bi-ranker", "light-cross-ranker")
 TASKS = ("dialogue", "action", "emote")
-LIGHT_SIM_SEEN_KEYS = ("test_r_at_1", "lightsim_test_r_at_1", "light_sim_test_seen_r_at_1_first500")
-"""Manifest metric names of LIGHT-sim test-seen dialogue R@1 (the last in percent, on 500 examples)."""
+LIGHT_SIM_SEEN_KEYS = ("light_sim_test_r_at_1", "light_sim_test_r_at_1_first500")
+"""Manifest metric names of LIGHT-sim test-seen dialogue R@1 (a fraction; the second on 500 examples)."""
 
 
 def command(model: str, task: str, distractors: str | None = None) -> list[str]:
@@ -44,7 +44,7 @@ def light_sim_seen(model: str) -> str:
         return "–"
     for key in LIGHT_SIM_SEEN_KEYS:
         if key in metrics:
-            value = metrics[key] if key.endswith("first500") else 100 * metrics[key]
+            value = 100 * metrics[key]
             return f"{value:.1f}" + (" (first 500)" if key.endswith("first500") else "")
     return "–"
 
