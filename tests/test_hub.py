@@ -334,7 +334,8 @@ def test_load_pretrained_through_the_manifest(monkeypatch, tmp_path, server):
     """The consumer contract: Grounded.from_pretrained resolves a name through the hub."""
     import torch
 
-    from zoo.grounded import CONFIG_NAME, WEIGHTS_NAME, Grounded
+    from zoo.grounded import CONFIG_NAME, Grounded
+    from zoo.weights import SINGLE_FILE as WEIGHTS_NAME
     from zoo.registry import load_pretrained, register_class
 
     @register_class
