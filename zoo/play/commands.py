@@ -61,6 +61,76 @@ def add_commands(commands, eval_domains) -> None:
                         help="retrieve from the first N distinct training utterances only (quick tries, tests)")
     _add_io_arguments(light)
     light.set_defaults(handler=run_light)
+    add_blocks_command(games)
+
+
+BLOCKS_DESCRIPTION = """\
+Instruct a Blocks policy on a board and watch what it does.
+
+The board is an example of the data (dev:N or test:N, numbered as by `zoo blocks render
+--index N`) or a procedural one (procedural[:SEED], no data needed). The start board is
+written as a PNG with the annotated goal marked in red (for you; the agent never sees the
+mark). Each instruction you type (or --instruction) is carried out greedily by the policy
+from the board as it stands; every move is printed, a GIF of the execution written, and the
+distance error to the board's annotated goal (the goal of the board's own instruction,
+which /hint shows) reported. /reset restores the start board, /quit ends."""
+
+
+def add_blocks_command(games) -> None:
+    blocks = games.add_parser("blocks", help="instruct a Blocks policy on a board; PNG and GIF of what it does",
+                              description=BLOCKS_DESCRIPTION, formatter_class=argparse.RawDescriptionHelpFormatter)
+    blocks.add_argument("--board", default="procedural", help="dev:N | test:N | procedural[:SEED] (default procedural)")
+    blocks.add_argument("--model", nargs="+", default=["blocks-bandit"],
+                        help="the policy: a released name, a checkpoint directory, stop | random | demonstrations; "
+                             "several learned policies form an ensemble (default blocks-bandit)")
+    blocks.add_argument("--instruction", help="carry out this one instruction and end (no prompt)")
+    blocks.add_argument("--out", default="play-blocks", help="directory for start.png and instruction-K.gif "
+                                                             "(new, empty or written by zoo; default ./play-blocks)")
+    blocks.add_argument("--data-dir", help="directory with the Blocks data (default $ZOO_DATA_DIR/blocks)")
+    blocks.add_argument("--seed", type=int, default=0, help="seed of a stochastic policy (random)")
+    _add_io_arguments(blocks)
+    blocks.set_defaults(handler=run_blocks)
+
+
+def run_blocks(args) -> int:
+    import json
+    from pathlib import Path
+
+    from zoo.files import MARKER_NAME, check_replaceable
+    from zoo.play.blocks_board import BlocksBoard, choose_board
+    from zoo.play.blocks_game import BlocksGame
+    from zoo.play.console import LineSource, clean_line
+    from zoo.play.transcript import Transcript
+
+    example, label, from_data = choose_board(args.board, args.data_dir)
+    out_dir = check_replaceable(Path(args.out))  # new, empty or zoo's own: never over someone's files
+    lines = LineSource(args.script, "instruction> ", sys.stdout)
+    instruction = None
+    if args.instruction is not None:
+        instruction = clean_line(args.instruction)[0]
+        if not instruction:
+            raise ValueError("--instruction is empty")
+    policy = load_blocks_policy(tuple(args.model), args.seed)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    (out_dir / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": "zoo play blocks"}) + "\n")
+    with Transcript(args.transcript) as transcript:
+        game = BlocksGame(BlocksBoard(example, label, from_data, args.data_dir), policy, " + ".join(args.model),
+                          out_dir, sys.stdout, transcript)
+        game.start()
+        game.play(lines, instruction)
+    return 0
+
+
+def load_blocks_policy(names: tuple[str, ...], seed: int = 0):
+    """One policy, or the ensemble (mean action probabilities) of several, as ``zoo eval blocks``."""
+    from zoo.blocks.commands import load_policy
+
+    policies = [load_policy(name, seed) for name in names]
+    if len(policies) == 1:
+        return policies[0]
+    from zoo.models.ensemble import PolicyEnsemble
+
+    return PolicyEnsemble(policies)
 
 
 def _add_io_arguments(parser) -> None:
