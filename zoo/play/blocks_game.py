@@ -61,7 +61,7 @@ class BlocksGame:
                 self.show(f"(your line: {note})")
             if not self.handle(line):
                 break
-        self.show(f"Goodbye. {self.count} instructions carried out.")
+        self.show(f"Goodbye. {self.count} instruction{'s' if self.count != 1 else ''} carried out.")
 
     def handle(self, line: str) -> bool:
         if not line:

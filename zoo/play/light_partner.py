@@ -69,6 +69,19 @@ def partner_context(room: LightRoom, kind: str, pending: Turn) -> str:
     return "\n".join(d.text for d in drafts)
 
 
+def safe_actions(room: LightRoom) -> list[str]:
+    """The partner's engine-valid actions, less blows that could kill."""
+    graph, actor = room.graph, room.engine.agent(room.partner)
+    safe = []
+    for text in room.engine.valid_actions(room.partner):
+        command = actions.parse(graph, text)
+        lethal = isinstance(command, actions.Command) and command.verb == "hit" and \
+            graph.nodes[command.target].health <= actions.max_damage(actor)
+        if not lethal:
+            safe.append(text)
+    return safe
+
+
 @dataclass
 class PartnerTurn:
     """One partner turn: the line, the action (None when it did not act, with ``why``), the
@@ -104,18 +117,6 @@ class Partner:
         return next((text for text, _ in results if text.strip().lower() not in said), results[0][0])
 
     # ------------------------------------------------------------------ act
-    def safe_actions(self, room: LightRoom) -> list[str]:
-        """The partner's valid actions, less blows that could kill."""
-        graph, actor = room.graph, room.engine.agent(room.partner)
-        safe = []
-        for text in room.engine.valid_actions(room.partner):
-            command = actions.parse(graph, text)
-            lethal = isinstance(command, actions.Command) and command.verb == "hit" and \
-                graph.nodes[command.target].health <= actions.max_damage(actor)
-            if not lethal:
-                safe.append(text)
-        return safe
-
     @staticmethod
     def mentioned(room: LightRoom, text: str, said: set[str]) -> bool:
         """Whether an action involves something among the words ``said`` (see the module docstring)."""
@@ -131,7 +132,7 @@ class Partner:
         """The action to take (or None) and why."""
         if self.act == "never":
             return None, "acting is off (--act never)"
-        options = self.safe_actions(room)
+        options = safe_actions(room)
         if not options:
             return None, "no action is possible"
         if self.act == "auto":
@@ -154,7 +155,7 @@ class Partner:
     # ------------------------------------------------------------------ a whole turn
     def take_turn(self, room: LightRoom) -> PartnerTurn:
         """Say, maybe act, emote; the engine executes; the turn is appended to ``room.turns``."""
-        pending = room.record_turn(room.partner, available=tuple(self.safe_actions(room)))
+        pending = room.record_turn(room.partner, available=tuple(safe_actions(room)))
         before = room.where_things_are()
         seconds = {}
         started = time.perf_counter()

@@ -96,8 +96,9 @@ def weights_fingerprint(model) -> str:
         digest.update(tensor.reshape(-1).view(torch.uint8).numpy().data if tensor.numel() else b"")
     digest.update(f"{type(model).__name__}:max_candidate_tokens={model.hparams.max_candidate_tokens}\n".encode())
     backend = getattr(model.tokenizer, "backend_tokenizer", None)
-    if backend is not None:
-        digest.update(backend.to_str().encode())
+    if backend is not None:  # its definition; not the truncation and padding each call sets
+        definition = {k: v for k, v in json.loads(backend.to_str()).items() if k not in ("truncation", "padding")}
+        digest.update(json.dumps(definition, sort_keys=True).encode())
     return digest.hexdigest()
 
 
