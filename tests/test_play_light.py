@@ -135,3 +135,33 @@ def test_bad_arguments_end_in_one_clear_line(flag, value, message, no_light_data
     assert exit.value.code == 2
     error = capsys.readouterr().err.strip()
     assert error.startswith("zoo: error: ") and message in error and "\n" not in error
+
+
+def test_a_generative_model_writes_the_partners_lines(tmp_path, play_corpus, no_light_data):
+    from dataclasses import replace
+
+    from zoo.light.examples import build_examples
+    from zoo.light.sim import load_sim_corpus
+    from zoo.models.generative import GenerativeTransformer
+    from zoo.play.light_partner import partner_context
+
+    model = GenerativeTransformer(vocabulary_size=300, d_model=32, layers=1, heads=2, ffn_dim=64,
+                                  max_new_tokens=8, beam_size=1)
+    train = load_sim_corpus(play_corpus)["train"]
+    model.setup_from_data(type("Split", (), {"examples": build_examples(train, "dialogue")})())
+    model.save_pretrained(tmp_path / "generative")
+    line = "Good evening, father."
+    records = play(tmp_path, play_corpus, "--model", str(tmp_path / "generative"), script=f"{line}\n/quit\n")
+    assert "index" not in records[0]                               # nothing retrieved
+    said = next(r["text"] for r in records if r["speaker"] == "priest" and r["kind"] == "say")
+
+    room = stage_room(authored_world(), "Village graveyard", "gravedigger", "priest", seed=3)
+    room.turns.append(room.record_turn(room.me, speech=line))
+    context = partner_context(room, "speech", replace(room.record_turn(room.partner), speech=""))
+    assert said == (model.generate([context])[0].strip() or "...")  # the model's own line for this game
+
+
+def test_a_registered_model_without_weights_is_named_as_such(no_light_data, capsys):
+    with pytest.raises(SystemExit):
+        main(["play", "light", "--world", "authored", "--model", "light-generative", "--script", __file__])
+    assert "light-generative is a registered model without released weights" in capsys.readouterr().err

@@ -184,8 +184,13 @@ class Partner:
 def load_light_model(name: str):
     """A LIGHT model by released name or directory, loaded once per process (a web page
     serving many games, or a test session, pays for it once)."""
+    from zoo.hub import list_pretrained
     from zoo.light.cli_tools import load_ranker
+    from zoo.registry import list_models
 
+    if name in list_models("light-*") and name not in list_pretrained() and not any(c in name for c in "/.~"):
+        raise ValueError(f"{name} is a registered model without released weights; pass the save_pretrained "
+                         f"directory of a trained one (e.g. the pretrained/ folder of its recipe's run)")
     return load_ranker(name)
 
 
