@@ -73,3 +73,18 @@ def test_other_weights_or_another_corpus_get_their_own_index(ranker, play_corpus
 def test_a_directory_without_a_corpus_is_refused(tmp_path):
     with pytest.raises(FileNotFoundError, match="holds no LIGHT corpus"):
         UtteranceCorpus.open(tmp_path)
+
+
+def test_several_corpora_make_one_bigger_index(play_corpus, tmp_path):
+    from zoo.light.environment import authored_world
+    from zoo.light.sim import SimConfig, generate_corpus, write_corpus
+
+    world, config = authored_world(), SimConfig.preset("tiny", world="authored", seed=1)
+    other = write_corpus(generate_corpus(config, world), tmp_path / "seed1", config, world)
+    first, second = UtteranceCorpus.open(play_corpus), UtteranceCorpus.open(other)
+    both = UtteranceCorpus.open(play_corpus, other)
+    union = list(dict.fromkeys(first.training_utterances() + second.training_utterances()))
+    assert both.training_utterances() == union
+    assert len(union) > max(len(first.training_utterances()), len(second.training_utterances()))
+    assert len({first.fingerprint(), second.fingerprint(), both.fingerprint()}) == 3
+    assert both.label == "LIGHT-sim"

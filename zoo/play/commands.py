@@ -55,8 +55,10 @@ def add_commands(commands, eval_domains) -> None:
                         help="what ranks the partner's emotes (any LIGHT ranker; default light-memnet)")
     models.add_argument("--act", choices=("auto", "always", "never"), default="auto",
                         help="when the partner acts (see above; default auto)")
-    models.add_argument("--corpus", help="LIGHT corpus directory whose training utterances are retrieved "
-                                         "(default: the LIGHT-sim corpus, generated into the cache once)")
+    models.add_argument("--corpus", nargs="+", metavar="DIR",
+                        help="LIGHT corpus directories whose distinct training utterances are retrieved (default: "
+                             "the LIGHT-sim corpus, generated into the cache once: 74,296 distinct of its 112,921; "
+                             "add corpora of other seeds, `zoo light sim --seed 1 --out DIR`, for more)")
     models.add_argument("--index-limit", type=_positive, default=None,
                         help="retrieve from the first N distinct training utterances only (quick tries, tests)")
     _add_io_arguments(light)

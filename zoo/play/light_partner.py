@@ -198,11 +198,11 @@ DEFAULT_SPEAKER, DEFAULT_ACTION_MODEL, DEFAULT_EMOTE_MODEL = "light-bi-ranker", 
 
 
 def load_partner(model: str = DEFAULT_SPEAKER, action_model: str = DEFAULT_ACTION_MODEL,
-                 emote_model: str = DEFAULT_EMOTE_MODEL, act: str = "auto", corpus: str | None = None,
+                 emote_model: str = DEFAULT_EMOTE_MODEL, act: str = "auto", corpus: list[str] | None = None,
                  index_limit: int | None = None, data_dir: str | None = None, progress: bool = True,
                  say=lambda text: None) -> tuple[Partner, dict]:
-    """A partner speaking with ``model`` (a bi-ranker retrieving from ``corpus``'s training
-    utterances, or a generative model), acting with ``action_model`` and emoting with
+    """A partner speaking with ``model`` (a bi-ranker retrieving from the training utterances
+    of the ``corpus`` directories, or a generative model), acting with ``action_model`` and emoting with
     ``emote_model``; plus what was loaded and how long it took (transcript, benchmark)."""
     import time
 
@@ -217,12 +217,13 @@ def load_partner(model: str = DEFAULT_SPEAKER, action_model: str = DEFAULT_ACTIO
     if hasattr(speaker, "index_candidates"):
         from zoo.play.retrieval_index import UtteranceCorpus, load_or_build_index
 
-        if corpus is None:
+        if not corpus:
             from zoo.light.sim import SimConfig, ensure_sim_corpus
 
             say("Finding the LIGHT-sim corpus to retrieve from (generated into the cache on first use) ...")
-            corpus = str(ensure_sim_corpus(SimConfig(), data_dir))
-        index, details["index"] = load_or_build_index(speaker, UtteranceCorpus.open(corpus), index_limit, progress, say)
+            corpus = [str(ensure_sim_corpus(SimConfig(), data_dir))]
+        index, details["index"] = load_or_build_index(speaker, UtteranceCorpus.open(*corpus), index_limit, progress,
+                                                      say)
     elif not hasattr(speaker, "generate"):
         raise ValueError(f"--model {model}: a {type(speaker).__name__} neither retrieves (a bi-ranker) nor generates "
                          f"(light-generative); it cannot speak")

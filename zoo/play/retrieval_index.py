@@ -46,43 +46,55 @@ CORPUS_FILES = ("light_data.pkl", "light_unseen_data.pkl", "light_sim_train.pkl"
 
 @dataclass(frozen=True)
 class UtteranceCorpus:
-    """A LIGHT corpus directory (the release layout or LIGHT-sim's) whose training utterances
-    a partner retrieves from. ``label`` names it in messages (``LIGHT-sim``, ``LIGHT``)."""
+    """One or more LIGHT corpus directories (the release layout or LIGHT-sim's) whose training
+    utterances a partner retrieves from; several corpora (LIGHT-sim of several seeds) make a
+    bigger index. ``label`` names them in messages (``LIGHT-sim``, ``LIGHT``)."""
 
-    directory: Path
+    directories: tuple[Path, ...]
     label: str
 
     @classmethod
-    def open(cls, directory: str | os.PathLike) -> "UtteranceCorpus":
+    def open(cls, *directories: str | os.PathLike) -> "UtteranceCorpus":
         from zoo.light.sim import load_manifest
 
-        directory = Path(directory).expanduser()
-        if not directory.is_dir():
-            raise FileNotFoundError(f"corpus directory {directory} does not exist")
-        corpus = cls(directory, str(load_manifest(directory).get("label") or "LIGHT"))
-        if not corpus.files():
-            raise FileNotFoundError(f"{directory} holds no LIGHT corpus ({' or '.join(CORPUS_FILES[:3])})")
-        return corpus
+        if not directories:
+            raise ValueError("no corpus directory given")
+        paths, labels = [], []
+        for directory in directories:
+            path = Path(directory).expanduser()
+            if not path.is_dir():
+                raise FileNotFoundError(f"corpus directory {path} does not exist")
+            if not _corpus_files(path):
+                raise FileNotFoundError(f"{path} holds no LIGHT corpus ({' or '.join(CORPUS_FILES[:3])})")
+            paths.append(path)
+            labels.append(str(load_manifest(path).get("label") or "LIGHT"))
+        return cls(tuple(paths), " + ".join(dict.fromkeys(labels)))
 
     def files(self) -> list[Path]:
-        return [self.directory / name for name in CORPUS_FILES if (self.directory / name).is_file()]
+        return [path for directory in self.directories for path in _corpus_files(directory)]
 
     def fingerprint(self) -> str:
-        """sha256 over the corpus files' names and contents."""
+        """sha256 over the corpus files' names and contents, corpus after corpus."""
         from zoo.hub import sha256_of
 
         digest = hashlib.sha256()
-        for path in self.files():
-            digest.update(f"{path.name}:{sha256_of(path)}\n".encode())
+        for number, directory in enumerate(self.directories):
+            for path in _corpus_files(directory):
+                digest.update(f"{number}:{path.name}:{sha256_of(path)}\n".encode())
         return digest.hexdigest()
 
     def training_utterances(self, limit: int | None = None) -> list[str]:
-        """Distinct utterances of the train split in file order (the first ``limit`` of them)."""
+        """Distinct utterances of the train splits in file order (the first ``limit`` of them)."""
         from zoo.light.candidates import speech_pool
         from zoo.light.sim import load_sim_corpus
 
-        texts = list(dict.fromkeys(t for t in speech_pool(load_sim_corpus(self.directory)["train"]) if t.strip()))
+        texts = list(dict.fromkeys(text for directory in self.directories
+                                   for text in speech_pool(load_sim_corpus(directory)["train"]) if text.strip()))
         return texts[:limit] if limit is not None else texts
+
+
+def _corpus_files(directory: Path) -> list[Path]:
+    return [directory / name for name in CORPUS_FILES if (directory / name).is_file()]
 
 
 def weights_fingerprint(model) -> str:
@@ -183,11 +195,12 @@ def load_or_build_index(model, corpus: UtteranceCorpus, limit: int | None = None
         if index is None:
             texts = corpus.training_utterances(limit)
             if not texts:
-                raise ValueError(f"{corpus.directory} has no training utterances to retrieve from")
+                raise ValueError(f"{', '.join(map(str, corpus.directories))} has no training utterances to retrieve from")
             say(f"Encoding {len(texts):,} {corpus.label} training utterances once for retrieval "
                 f"(stored in {directory.parent}) ...")
             index = build_index(directory, model, texts, weights, fingerprint, corpus.label, progress)
             built = True
     info = {"built": built, "seconds": round(time.perf_counter() - started, 3), "utterances": len(index.texts),
-            "corpus": corpus.label, "corpus_dir": str(corpus.directory), "directory": str(directory)}
+            "corpus": corpus.label, "corpus_dirs": [str(d) for d in corpus.directories],
+            "directory": str(directory)}
     return index, info
