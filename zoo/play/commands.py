@@ -64,6 +64,7 @@ def add_commands(commands, eval_domains) -> None:
     _add_io_arguments(light)
     light.set_defaults(handler=run_light)
     add_blocks_command(games)
+    add_demo_command(commands)
 
 
 BLOCKS_DESCRIPTION = """\
@@ -133,6 +134,51 @@ def load_blocks_policy(names: tuple[str, ...], seed: int = 0):
     from zoo.models.ensemble import PolicyEnsemble
 
     return PolicyEnsemble(policies)
+
+
+def add_demo_command(commands) -> None:
+    demo = commands.add_parser(
+        "demo", help="both games on a local web page (http://127.0.0.1:7860/)",
+        description="Serve a web page with the LIGHT room (world panel and chat: a line is handled as at the "
+        "`zoo play light` prompt, /do and all) and the Blocks board (instruction box, animated execution). "
+        "Models and the retrieval index load once at start. Serves only on 127.0.0.1 unless --host says otherwise.")
+    demo.add_argument("--host", default="127.0.0.1", help="address to serve on (default 127.0.0.1: this machine only)")
+    demo.add_argument("--port", type=int, default=7860, help="port (default 7860; 0 picks a free one)")
+    demo.add_argument("--world", choices=("auto", "official", "environment-full", "environment-flat", "authored"),
+                      default="auto", help="which LIGHT world")
+    demo.add_argument("--data-dir", help="directory with the LIGHT environment (default $ZOO_DATA_DIR/light; the "
+                                         "Blocks data is found in $ZOO_DATA_DIR/blocks)")
+    demo.add_argument("--model", default="light-bi-ranker", help="what speaks in the LIGHT room")
+    demo.add_argument("--action-model", default="light-bi-ranker")
+    demo.add_argument("--emote-model", default="light-memnet")
+    demo.add_argument("--act", choices=("auto", "always", "never"), default="auto")
+    demo.add_argument("--corpus", nargs="+", metavar="DIR", help="LIGHT corpora to retrieve from (as zoo play light)")
+    demo.add_argument("--index-limit", type=_positive, default=None)
+    demo.add_argument("--blocks-model", nargs="+", default=["blocks-bandit"], help="the Blocks policy (or ensemble)")
+    demo.set_defaults(handler=run_demo)
+
+
+def run_demo(args) -> int:
+    from zoo.light.environment import load_world
+    from zoo.play.demo import Demo, make_server
+    from zoo.play.light_partner import load_partner
+
+    world = load_world(args.data_dir, args.world)
+    partner, details = load_partner(args.model, args.action_model, args.emote_model, args.act, args.corpus,
+                                    args.index_limit, args.data_dir, progress=True, say=_note)
+    policy = load_blocks_policy(tuple(args.blocks_model))
+    demo = Demo(partner, details, policy, " + ".join(args.blocks_model), world)
+    server = make_server(demo, args.host, args.port)
+    host, port = server.server_address[:2]
+    print(f"zoo demo: serving on http://{host}:{port}/ (Ctrl-C to stop)", flush=True)
+    try:
+        server.serve_forever()
+    except KeyboardInterrupt:
+        print("\nzoo demo: stopped", flush=True)
+    finally:
+        server.server_close()
+        demo.close()
+    return 0
 
 
 def _add_io_arguments(parser) -> None:
