@@ -21,7 +21,7 @@ from zoo.light.world import World, article_name
 
 
 def _close(name: str, choices: list[str]) -> str:
-    close = difflib.get_close_matches(name.lower(), [c.lower() for c in choices], n=5, cutoff=0.5)
+    close = difflib.get_close_matches(name.lower(), list(dict.fromkeys(c.lower() for c in choices)), n=5, cutoff=0.5)
     return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
 
 
