@@ -9,7 +9,9 @@
 2. **LIGHT partner turns** (say + act + emote), in one process: ``--turns`` lines said to the
    partner in a room of the real world (the authored one without data), each timed from the
    line to the end of the partner's turn; median, 90th percentile and the partner's own
-   per-part seconds (from its transcript records).
+   per-part seconds (from its transcript records). Every other line names a thing in the room
+   or held by the partner ("Could you give me the purses?"), so the partner also ranks and
+   takes actions (it acts only on what was mentioned).
 3. **Blocks instructions**: ``--instructions`` boards (dev examples 0, 10, 20, ... with data,
    procedural boards without), each given its own instruction; the policy's whole execution
    with rendering, and the same plus writing the GIF.
@@ -36,15 +38,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 LINES = (
     "Good evening. What brings you here?",
-    "Could you give me what you are carrying?",
     "I have not eaten all day.",
     "Tell me about this place.",
     "Who are you, really?",
-    "Please, take this and keep it safe.",
     "Do you know where the treasure is hidden?",
-    "I think someone is watching us.",
     "Why do you look so worried?",
-    "Let us be friends.",
+)
+ASKING = (
+    "Could you give me the {thing}?",
+    "What a fine {thing}. May I see it?",
+    "Please pick up the {thing} for me.",
+    "I would trade anything for that {thing}.",
 )
 
 
@@ -100,8 +104,13 @@ def light_turns(corpus: list[str], turns: int) -> dict:
     for number in range(turns):
         if room.engine.agent(room.partner).dead:
             break
+        things = sorted(n.name for n in room.graph.nodes.values() if n.is_object)
+        if number % 2 and things:
+            line = ASKING[number // 2 % len(ASKING)].format(thing=things[number // 2 % len(things)])
+        else:
+            line = LINES[number // 2 % len(LINES)]
         started = time.perf_counter()
-        game.handle(LINES[number % len(LINES)])
+        game.handle(line)
         seconds.append(time.perf_counter() - started)
     parts = {kind: statistics.median(r["seconds"] for r in transcript.records
                                      if r["speaker"] == room.partner and r["kind"] == kind)
@@ -146,6 +155,9 @@ def main() -> None:
     parser.add_argument("--instructions", type=int, default=5)
     parser.add_argument("--blocks-model", default="blocks-bandit")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (1: the machine is shared)")
+    parser.add_argument("--skip-starts", action="store_true",
+                        help="time only turns and instructions, with the index already in --cache")
+    parser.add_argument("--cache", help="$ZOO_CACHE holding the index for the turns (with --skip-starts)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
 
@@ -156,14 +168,15 @@ def main() -> None:
     result = {"machine": {"cpus": os.cpu_count(), "torch_threads": args.threads,
                           "load_average_before": [round(x, 2) for x in load_before]}}
     with tempfile.TemporaryDirectory(prefix="zoo-play-bench-") as scratch:
-        cache = Path(scratch) / "cache"
-        result["starts"] = starts(args.corpus, args.starts, args.threads, cache, Path(scratch))
+        cache = Path(args.cache) if args.cache else Path(scratch) / "cache"
+        if not args.skip_starts:
+            result["starts"] = starts(args.corpus, args.starts, args.threads, cache, Path(scratch))
         os.environ["ZOO_CACHE"] = str(cache)  # the turns load the index the first start built
         result["light"] = light_turns(args.corpus, args.turns)
         result["blocks"] = blocks_instructions(args.instructions, args.blocks_model)
     result["machine"]["load_average_after"] = [round(x, 2) for x in os.getloadavg()]
     result["targets_met"] = {
-        "later_start_under_10s": result["starts"]["later_start_median"] < 10,
+        **({"later_start_under_10s": result["starts"]["later_start_median"] < 10} if "starts" in result else {}),
         "light_turn_median_under_1s": result["light"]["turn_median_seconds"] < 1,
         "blocks_instruction_median_under_2s": result["blocks"]["instruction_median_seconds"] < 2,
     }
