@@ -56,11 +56,14 @@ class BlocksGame:
         if instruction is not None:
             self.instruct(instruction)
             return
-        for line, note in lines:
-            if note:
-                self.show(f"(your line: {note})")
-            if not self.handle(line):
-                break
+        try:
+            for line, note in lines:
+                if note:
+                    self.show(f"(your line: {note})")
+                if not self.handle(line):
+                    break
+        except KeyboardInterrupt:
+            self.show()
         self.show(f"Goodbye. {self.count} instruction{'s' if self.count != 1 else ''} carried out.")
 
     def handle(self, line: str) -> bool:

@@ -105,6 +105,7 @@ def run_blocks(args) -> int:
     from zoo.play.console import LineSource, clean_line
     from zoo.play.transcript import Transcript
 
+    _tolerant_output()
     example, label, from_data = choose_board(args.board, args.data_dir)
     out_dir = check_replaceable(Path(args.out))  # new, empty or zoo's own: never over someone's files
     lines = LineSource(args.script, "instruction> ", sys.stdout)
@@ -198,6 +199,13 @@ def _note(text: str) -> None:
     print(text, file=sys.stderr, flush=True)
 
 
+def _tolerant_output() -> None:
+    """A terminal that cannot show a character gets a replacement mark, not a crash."""
+    for stream in (sys.stdout, sys.stderr):
+        if hasattr(stream, "reconfigure"):
+            stream.reconfigure(errors="replace")
+
+
 def run_light(args) -> int:
     from zoo.light.environment import load_world
     from zoo.play.console import LineSource
@@ -206,6 +214,7 @@ def run_light(args) -> int:
     from zoo.play.light_room import stage_room
     from zoo.play.transcript import Transcript
 
+    _tolerant_output()
     # Everything a typo can break is checked before the models load.
     world = load_world(args.data_dir, args.world)
     room = stage_room(world, args.room, args.me, args.partner, args.seed)

@@ -50,9 +50,12 @@ class LightGame:
                               persona=room.persona(room.me), seed=room.seed, **details)
 
     def play(self, lines) -> None:
-        for line, note in lines:
-            if not self.handle(line, note):
-                break
+        try:
+            for line, note in lines:
+                if not self.handle(line, note):
+                    break
+        except KeyboardInterrupt:  # Ctrl-C while the partner thinks ends the game, not in a traceback
+            self.show()
         self.show(f"Goodbye. {self.turn} turns played.")
 
     # ------------------------------------------------------------------ one line
@@ -76,10 +79,14 @@ class LightGame:
             self.look()
         elif name in ("inv", "inventory", "i"):
             self.show(f"You ({self.room.me}) {self.room.holdings(self.room.me)}.")
+        elif name == "do" and rest:
+            self.player_turn(command=rest)
         elif name == "do":
-            self.player_turn(command=rest) if rest else self.show("(/do what? e.g. /do get candle)")
+            self.show("(/do what? e.g. /do get candle)")
+        elif name == "emote" and rest:
+            self.player_turn(emote=rest)
         elif name == "emote":
-            self.player_turn(emote=rest) if rest else self.show(f"(/emote which? one of: {', '.join(EMOTES)})")
+            self.show(f"(/emote which? one of: {', '.join(EMOTES)})")
         else:
             self.show(f"(unknown command /{name[:40]}; /help lists them)")
         return True
