@@ -54,7 +54,7 @@ ASKING = (
 
 def quantile(values: list[float], q: float) -> float:
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
 
 
 def start_once(corpus: list[str], cache: Path, threads: int, workdir: Path) -> dict:

@@ -11,6 +11,7 @@ from zoo.play.retrieval_index import (
     EMBEDDINGS_FILE,
     INDEX_FILE,
     UtteranceCorpus,
+    index_directory,
     load_or_build_index,
     weights_fingerprint,
 )
@@ -53,13 +54,15 @@ def test_other_weights_or_another_corpus_get_their_own_index(ranker, play_corpus
     corpus = UtteranceCorpus.open(play_corpus)
     _, info = load_or_build_index(ranker, corpus, LIMIT, progress=False)
     before = weights_fingerprint(ranker)
+    assert Path(info["directory"]) == index_directory(before, corpus.fingerprint(), LIMIT)
     parameter = next(ranker.candidate_encoder.parameters())
     with torch.no_grad():
         parameter[0, 0] += 1.0
         try:
-            assert weights_fingerprint(ranker) != before
+            changed = weights_fingerprint(ranker)
         finally:
             parameter[0, 0] -= 1.0
+    assert index_directory(changed, corpus.fingerprint(), LIMIT) != Path(info["directory"])
     assert weights_fingerprint(ranker) == before
     copy = tmp_path / "copy"
     copy.mkdir()

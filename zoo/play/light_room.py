@@ -162,7 +162,10 @@ class LightRoom:
     def panel(self, width: int = 78) -> str:
         """The setting, your persona, who is here, the objects, and what everyone holds."""
         room = self.scene.room
-        wrap = lambda text, indent="  ": textwrap.fill(text, width, initial_indent=indent, subsequent_indent=indent)  # noqa: E731
+
+        def wrap(text: str) -> str:
+            return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="  ")
+
         lines = [f"== {room.name} ({room.category}) ==", wrap(room.description or "(no description)"), "",
                  f"You are the {self.me}. Your persona:", wrap(self.persona(self.me) or "(none)"), "",
                  "Who is here: " + ", ".join(self.who_is_here()),
