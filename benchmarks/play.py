@@ -115,11 +115,12 @@ def light_turns(corpus: list[str], turns: int) -> dict:
     parts = {kind: statistics.median(r["seconds"] for r in transcript.records
                                      if r["speaker"] == room.partner and r["kind"] == kind)
              for kind in ("say", "act", "emote")}
-    acted = sum(1 for r in transcript.records if r["speaker"] == room.partner and r["kind"] == "act" and r["text"])
+    acting = [r["seconds"] for r in transcript.records if r["speaker"] == room.partner and r["kind"] == "act" and r["text"]]
+    parts["act_when_acting"] = statistics.median(acting) if acting else 0.0
     return {"world": world.source, "room": room.scene.room.name, "turns": len(seconds),
             "turn_median_seconds": round(statistics.median(seconds), 4),
             "turn_p90_seconds": round(quantile(seconds, 0.9), 4), "turn_max_seconds": round(max(seconds), 4),
-            "part_median_seconds": {k: round(v, 4) for k, v in parts.items()}, "turns_with_an_action": acted}
+            "part_median_seconds": {k: round(v, 4) for k, v in parts.items()}, "turns_with_an_action": len(acting)}
 
 
 def blocks_instructions(count: int, model: str) -> dict:
