@@ -59,3 +59,20 @@ def procedural_dev():
     from zoo.blocks.procedural import procedural_split
 
     return procedural_split("dev", transitions=24)
+
+
+@pytest.fixture(scope="session")
+def play_corpus(tmp_path_factory):
+    """A tiny LIGHT-sim corpus on the authored world, for ``zoo play light`` to retrieve from."""
+    from zoo.light.environment import authored_world
+    from zoo.light.sim import SimConfig, generate_corpus, write_corpus
+
+    world, config = authored_world(), SimConfig.preset("tiny", world="authored")
+    return write_corpus(generate_corpus(config, world), tmp_path_factory.mktemp("play") / "corpus", config, world)
+
+
+@pytest.fixture(scope="session")
+def play_cache(tmp_path_factory):
+    """One ``$ZOO_CACHE`` for the play tests, so the models are copied and the retrieval index
+    built once for all of them (which start builds it is up to test order)."""
+    return tmp_path_factory.mktemp("play-cache")

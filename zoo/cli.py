@@ -6,7 +6,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands")
+COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands", "zoo.play.commands")
 """Modules exposing ``add_commands(subparsers, eval_subparsers)``."""
 
 

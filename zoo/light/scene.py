@@ -63,13 +63,16 @@ def display_name(spec: ObjectSpec | CharacterSpec, rng: random.Random) -> str:
     return " ".join(name.split())
 
 
-def stage_chat(world: World, room_id: int, rng: random.Random, pool: Sequence[int], engine_seed: int = 0) -> Scene:
+def stage_chat(world: World, room_id: int, rng: random.Random, pool: Sequence[int], engine_seed: int = 0,
+               cast: Sequence[int] = ()) -> Scene:
     """Build the world of one chat in ``room_id``; top-up characters come from ``pool`` (ids of
-    characters that have a persona)."""
+    characters that have a persona). ``cast``: up to two character ids seated first, as
+    ``players[0]`` and ``players[1]`` (an interactive game names who plays whom); the rest of
+    the scene is drawn as usual. Without a cast the draws are exactly those of a LIGHT-sim chat."""
     room = world.rooms[room_id]
     graph = GameGraph()
     room_node = graph.add_room(room.name, room.description, room.category)
-    players, npc = _choose_characters(world, room, rng, pool, graph, room_node.id)
+    players, npc = _choose_characters(world, room, rng, pool, graph, room_node.id, tuple(cast))
 
     descriptions: dict[str, str] = {}
     specs: dict[str, ObjectSpec] = {}
@@ -111,9 +114,14 @@ def stage_chat(world: World, room_id: int, rng: random.Random, pool: Sequence[in
 
 
 def _choose_characters(world: World, room: RoomSpec, rng: random.Random, pool: Sequence[int], graph: GameGraph,
-                       room_node: str) -> tuple[list[Player], str | None]:
+                       room_node: str, cast: tuple[int, ...] = ()) -> tuple[list[Player], str | None]:
+    if len(cast) > 2 or len(set(cast)) != len(cast):
+        raise ValueError(f"a cast is at most two distinct characters, got {list(cast)}")
+    for character_id in cast:
+        if character_id not in world.characters or not world.characters[character_id].persona:
+            raise ValueError(f"character {character_id} is not in the world or has no persona to play")
     chosen: list[CharacterSpec] = []
-    seen: set[int] = set()
+    seen: set[int] = set(cast)
 
     def consider(character_id: int, keep: float) -> None:
         spec = world.characters.get(character_id)
@@ -132,12 +140,13 @@ def _choose_characters(world: World, room: RoomSpec, rng: random.Random, pool: S
     candidates = pool
     if len({*candidates, *seen}) < 2:
         raise ValueError(f"room {room.id} ({room.name}): fewer than two characters with a persona to play")
-    while len(chosen) < 2:
+    while len(chosen) + len(cast) < 2:
         character_id = rng.choice(candidates)
         if character_id not in seen:
             seen.add(character_id)
             chosen.append(world.characters[character_id])
     rng.shuffle(chosen)
+    chosen = [world.characters[i] for i in cast] + chosen
 
     players: list[Player] = []
     npc = None

@@ -1,0 +1,80 @@
+"""Lines from a person at a terminal or from a ``--script`` file, made safe to act on.
+
+Whatever arrives (an empty line, a paste of 10,000 characters, invalid UTF-8, control or
+zero-width characters, right-to-left marks) becomes a tidy line of printable text or an
+empty one; the games never see raw input. Script lines are echoed after the prompt, so a
+scripted game reads on screen like a played one; lines starting with ``#`` are comments.
+"""
+
+from __future__ import annotations
+
+import sys
+import unicodedata
+from collections.abc import Iterator
+from pathlib import Path
+from typing import TextIO
+
+MAX_LINE_CHARACTERS = 500
+"""Longer lines are cut here (with a note): a LIGHT utterance averages 12 tokens, and the
+models read at most 256 tokens of context anyway."""
+
+_DROPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn"}
+"""Control, format (zero-width, bidi marks), surrogate (undecodable bytes), private-use and
+unassigned code points. The zero-width joiner of emoji sequences is kept."""
+_KEPT = {"\u200d"}
+
+
+def clean_line(text: str, limit: int = MAX_LINE_CHARACTERS) -> tuple[str, str | None]:
+    """``(line, note)``: NFC-normalised printable text with whitespace collapsed, at most
+    ``limit`` characters; ``note`` says what was changed, or is None."""
+    normalised = unicodedata.normalize("NFC", text)
+    kept = "".join(c if c in _KEPT or unicodedata.category(c) not in _DROPPED_CATEGORIES else " "
+                   for c in normalised.replace("\t", " "))
+    line = " ".join(kept.split())
+    notes = []
+    if len(line.replace(" ", "")) < len(" ".join(normalised.split()).replace(" ", "")):
+        notes.append("unprintable characters removed")
+    if len(line) > limit:
+        line = line[:limit].rstrip()
+        notes.append(f"cut to {limit} characters")
+    return line, ("; ".join(notes) or None)
+
+
+class LineSource:
+    """The lines of a game: from ``script`` when given, else typed at ``prompt``. Iteration
+    ends at the end of the script, at end of input (Ctrl-D) or on Ctrl-C."""
+
+    def __init__(self, script: str | Path | None, prompt: str, out: TextIO) -> None:
+        self.prompt, self.out = prompt, out
+        self.script = None
+        if script is not None:
+            path = Path(script)
+            if not path.is_file():
+                raise FileNotFoundError(f"script {str(script)!r} is not a file")
+            self.script = path.read_text(encoding="utf-8", errors="replace").splitlines()
+
+    def __iter__(self) -> Iterator[tuple[str, str | None]]:
+        return self._scripted() if self.script is not None else self._typed()
+
+    def _scripted(self) -> Iterator[tuple[str, str | None]]:
+        for raw in self.script:
+            if raw.lstrip().startswith("#"):
+                continue
+            line, note = clean_line(raw)
+            self.out.write(f"{self.prompt}{line}\n")
+            self.out.flush()
+            yield line, note
+
+    def _typed(self) -> Iterator[tuple[str, str | None]]:
+        if hasattr(sys.stdin, "reconfigure"):
+            sys.stdin.reconfigure(errors="surrogateescape")  # bad bytes become removable code points
+        while True:
+            try:
+                raw = input(self.prompt)
+            except EOFError:
+                self.out.write("\n")
+                return
+            except KeyboardInterrupt:
+                self.out.write("\n")
+                return
+            yield clean_line(raw)
