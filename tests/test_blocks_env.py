@@ -117,3 +117,14 @@ def test_invalid_actions_are_refused():
         env.step(torch.tensor([81]))
     with pytest.raises(ValueError, match="expected"):
         env.step(torch.tensor([0, 1]))
+
+
+def test_recording_without_a_reward_logs_zero_rewards():
+    """record() serves any way of choosing actions, with or without a shaped reward."""
+    from zoo.blocks.procedural import procedural_split
+    from zoo.blocks.rollout import EpisodeRunner
+
+    examples = procedural_split("dev", transitions=2).examples[:3]
+    log = EpisodeRunner().record(examples, lambda observation: torch.full((len(observation),), STOP))
+    assert log["episodes"].tolist() == [0, 1, 2] and log["done"].all()
+    assert log["rewards"].tolist() == [0.0, 0.0, 0.0]

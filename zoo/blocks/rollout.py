@@ -152,8 +152,9 @@ class EpisodeRunner:
             index, actions = self._act_running(choose)
             previous = self.env.previous_action.clone()
             outcome, reward = self.step(actions)
+            rewards = reward[index] if reward is not None else torch.zeros(len(index), dtype=torch.float64, device=self.device)
             for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
-                               ("previous", previous[index]), ("rewards", reward[index]), ("done", outcome.done[index])):
+                               ("previous", previous[index]), ("rewards", rewards), ("done", outcome.done[index])):
                 log[key].append(value)
             step += 1
         record = {key: torch.cat(values) for key, values in log.items()}
