@@ -1,21 +1,18 @@
-"""Train the block policy of Misra, Langford & Artzi (2017): supervised, contextual bandit, REINFORCE.
+"""The training script behind ``recipes/blocks_policy.py``: the block policy of Misra, Langford
+& Artzi (2017), trained supervised, with the contextual bandit, REINFORCE, DQN or an oracle planner.
 
-    python recipes/blocks_policy.py                                   # supervised (the paper's baseline)
-    python recipes/blocks_policy.py method=bandit                     # the paper's approach
-    python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
-    python recipes/blocks_policy.py method=dqn                        # the DQN baseline
-    python recipes/blocks_policy.py method=planner                    # supervised with an oracle planner
-    python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
-
-Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
-exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
-``zoo eval blocks --model <run_dir>/pretrained``).
+``main`` reads the recipe's YAML (with ``--config`` files and dotted overrides), builds the
+:class:`BlocksDataModule`, the policy (for the RL methods: its supervised initialisation),
+the callbacks (rollout evaluation on tuning and dev, the bandit or DQN loop, checkpoints) and
+the Trainer, and fits. Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists;
+the best policy by tuning-set error is exported with ``save_pretrained`` to
+``<run_dir>/pretrained`` (load it with ``zoo eval blocks --model <run_dir>/pretrained``).
 """
 
 from __future__ import annotations
 
 import logging
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 
 import torch
@@ -36,7 +33,8 @@ from zoo.experiment import (
 )
 from zoo.models.block_policy import BlockPolicy
 
-DEFAULT_CONFIG = Path(__file__).with_suffix(".yaml")
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
+"""The recipe's YAML in a clone of the repository (``recipes/`` is not part of the wheel)."""
 RL_METHODS = ("bandit", "reinforce", "dqn")
 log = logging.getLogger("blocks_policy")
 
@@ -136,10 +134,11 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
     return policy.train()
 
 
-def main(argv: list[str], extra_callbacks: list = ()) -> int:
+def main(argv: list[str], extra_callbacks: list = (),
+         default_config: str | Path | Sequence[str | Path] = DEFAULT_CONFIG) -> int:
     """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = load_config(DEFAULT_CONFIG, argv)
+    config = load_config(default_config, argv)
     if config.method not in ("supervised", "planner", *RL_METHODS):
         raise SystemExit(f"method must be supervised, planner, bandit, reinforce or dqn; got {config.method!r}")
     run_dir = start_run(config)
@@ -167,7 +166,3 @@ def main(argv: list[str], extra_callbacks: list = ()) -> int:
                                     demo_cache=datamodule.demos)
     fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
     return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,21 @@
+"""Train the block policy of Misra, Langford & Artzi (2017): supervised, contextual bandit, REINFORCE.
+
+    python recipes/blocks_policy.py                                   # supervised (the paper's baseline)
+    python recipes/blocks_policy.py method=bandit                     # the paper's approach
+    python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
+    python recipes/blocks_policy.py method=dqn                        # the DQN baseline
+    python recipes/blocks_policy.py method=planner                    # supervised with an oracle planner
+    python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
+
+Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
+exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
+``zoo eval blocks --model <run_dir>/pretrained``). The script is zoo/training/blocks.py.
+"""
+
+import sys
+from pathlib import Path
+
+from zoo.training.blocks import main
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:], default_config=Path(__file__).with_suffix(".yaml")))
