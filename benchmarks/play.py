@@ -125,7 +125,7 @@ def light_turns(corpus: list[str], turns: int) -> dict:
 
 def blocks_instructions(count: int, model: str) -> dict:
     from zoo.play.blocks_board import BlocksBoard, choose_board
-    from zoo.play.commands import load_blocks_policy
+    from zoo.cli.play import load_blocks_policy
 
     policy = load_blocks_policy((model,))
     try:

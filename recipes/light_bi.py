@@ -5,12 +5,12 @@
     python recipes/light_bi.py trainer.devices=8 trainer.strategy=ddp # multi-GPU with Lightning's DDP
     python recipes/light_bi.py data.features=no_persona               # a Table 5 grounding ablation
 
-See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
 """
 
 import sys
 
-from zoo.light_recipe import recipe_configs, run
+from zoo.training.light import recipe_configs, run
 
 if __name__ == "__main__":
     run(sys.argv[1:], recipe_configs(__file__))

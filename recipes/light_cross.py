@@ -4,12 +4,12 @@
     python recipes/light_cross.py data.task=emote
     python recipes/light_cross.py trainer.devices=8 trainer.strategy=ddp
 
-See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
 """
 
 import sys
 
-from zoo.light_recipe import recipe_configs, run
+from zoo.training.light import recipe_configs, run
 
 if __name__ == "__main__":
     run(sys.argv[1:], recipe_configs(__file__))

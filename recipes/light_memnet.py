@@ -6,12 +6,12 @@ memories, the latest turns as the query, candidates ranked by dot product.
     python recipes/light_memnet.py model.options.dim=256 model.options.layers=2 threads=4
     python recipes/light_memnet.py data.features=no_persona            # a Table 5 grounding ablation
 
-See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
 """
 
 import sys
 
-from zoo.light_recipe import recipe_configs, run
+from zoo.training.light import recipe_configs, run
 
 if __name__ == "__main__":
     run(sys.argv[1:], recipe_configs(__file__))

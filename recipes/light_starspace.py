@@ -9,12 +9,12 @@ Then look at the learned space (the paper's Table 3):
 
     zoo light neighbors chicken --model runs/light/starspace-dialogue/pretrained
 
-See zoo/light_recipe.py for what a run writes (checkpoints, results.json, pretrained/).
+See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
 """
 
 import sys
 
-from zoo.light_recipe import recipe_configs, run
+from zoo.training.light import recipe_configs, run
 
 if __name__ == "__main__":
     run(sys.argv[1:], recipe_configs(__file__))

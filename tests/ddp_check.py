@@ -14,7 +14,7 @@ from pathlib import Path
 
 import lightning as L
 
-from zoo.light_recipe import recipe_configs, run
+from zoo.training.light import recipe_configs, run
 
 REPO = Path(__file__).resolve().parent.parent
 

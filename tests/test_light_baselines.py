@@ -10,7 +10,8 @@ import torch
 
 from zoo.cli import main
 from zoo.grounded import Grounded
-from zoo.light.datamodule import LightDataModule, LightItem, default_collate
+from zoo.light.datamodule import LightDataModule, default_collate
+from zoo.light.items import LightItem
 from zoo.light.environment import authored_world
 from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_name
 from zoo.light.metrics import MeanReciprocalRank, RankingAccuracy, RecallAtK, expected_hits

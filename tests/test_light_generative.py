@@ -14,8 +14,8 @@ from zoo import GenerativeTransformer
 from zoo.cli import main
 from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
-from zoo.light_recipe import recipe_configs, run
 from zoo.models.generative import tie_decoder_to_encoder
+from zoo.training.light import recipe_configs, run
 
 REPO = Path(__file__).resolve().parent.parent
 RECIPE = recipe_configs(REPO / "recipes" / "light_generative.py")

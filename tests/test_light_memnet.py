@@ -12,9 +12,9 @@ from zoo.cli import main
 from zoo.grounded import Grounded
 from zoo.light.candidates import EMOTES
 from zoo.light.datamodule import LightDataModule
-from zoo.light_recipe import recipe_configs, run
 from zoo.models.memnet import PAD, UNK, TransformerMemNet, build_vocab, split_context
 from zoo.registry import create_model
+from zoo.training.light import recipe_configs, run
 
 RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_memnet.py")
 SMALL_MODEL = ["model.options.dim=32", "model.options.layers=1", "model.options.heads=2", "model.options.ffn_dim=64",

@@ -17,9 +17,9 @@ from zoo.cli import main
 from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
-from zoo.light_recipe import recipe_configs, run
 from zoo.models.starspace import UNK, StarSpaceRanker, build_vocabulary, distinct_lines
 from zoo.registry import create_model
+from zoo.training.light import recipe_configs, run
 
 RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_starspace.py")
 CHANCE_R_AT_1 = 1 / 20  # dialogue: the gold among 20 candidates

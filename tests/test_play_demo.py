@@ -17,8 +17,8 @@ import pytest
 from PIL import Image
 
 from zoo.cli import build_parser
+from zoo.cli.play import load_blocks_policy
 from zoo.light.environment import authored_world
-from zoo.play.commands import load_blocks_policy
 from zoo.play.demo import MAX_BODY_BYTES, Demo, make_server
 from zoo.play.light_partner import load_partner
 

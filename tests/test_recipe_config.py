@@ -38,7 +38,7 @@ def test_good_overrides_and_open_values_pass():
 
 
 def test_light_model_options_are_checked_against_the_constructor():
-    from zoo.light_recipe import make_model
+    from zoo.training.light import make_model
 
     with pytest.raises(SystemExit, match="did you mean 'model.options.learning_rate'"):
         make_model(load_config(LIGHT, ["model.options.lerning_rate=1"]))

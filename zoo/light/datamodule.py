@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import os
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Mapping, Sequence
 
@@ -28,6 +27,7 @@ from torch.utils.data import DataLoader, Dataset
 from zoo.light.candidates import CandidateOptions
 from zoo.light.examples import LightExample, build_examples, build_split_examples, full_contexts, label_type
 from zoo.light.features import Features, get_features
+from zoo.light.items import LightItem
 from zoo.light.records import Episode
 from zoo.light.release import SPLITS, load_release, locate
 from zoo.light.sim import LABEL as SIM_LABEL
@@ -38,16 +38,6 @@ log = logging.getLogger(__name__)
 SOURCES = ("auto", "official", "sim")
 STAGE_SPLITS = {"fit": ("train", "valid"), "validate": ("valid",), "test": ("test", "test_unseen"),
                 "predict": ("test",), None: SPLITS}
-
-
-@dataclass(frozen=True)
-class LightItem:
-    """One ranking item: the context so far, the candidates, the gold's index, the example."""
-
-    context: str
-    candidates: tuple[str, ...]
-    label: int
-    example: LightExample
 
 
 def default_collate(items: Sequence[LightItem]) -> dict[str, Any]:

@@ -20,7 +20,7 @@ from typing import Any
 
 import torch
 
-from zoo.light.datamodule import LightItem
+from zoo.light.items import LightItem
 from zoo.models.backbone import TOKENIZER_DIR, TextEncoder, load_encoder, load_tokenizer
 from zoo.models.candidate_cache import CandidateCache, RetrievalIndex, weights_stamp
 from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores

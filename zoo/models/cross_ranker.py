@@ -17,7 +17,7 @@ from typing import Any
 
 import torch
 
-from zoo.light.datamodule import LightItem
+from zoo.light.items import LightItem
 from zoo.models.backbone import TOKENIZER_DIR, TextEncoder, load_encoder, load_tokenizer
 from zoo.models.neural_ranker import NeuralRanker, pad_candidate_scores
 from zoo.registry import register_model

@@ -37,8 +37,8 @@ from typing import Any
 import torch
 from torch import nn
 
-from zoo.light.datamodule import LightItem
 from zoo.light.generation_metrics import Perplexity, UnigramF1
+from zoo.light.items import LightItem
 from zoo.models.backbone import TOKENIZER_DIR, _cut, resolve_backbone, split_grounding
 from zoo.models.neural_ranker import (
     TEST_SPLITS,

@@ -38,7 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
-from zoo.light.datamodule import LightItem
+from zoo.light.items import LightItem
 from zoo.models.light_baselines import LineCache, tokenize
 from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
 from zoo.registry import register_model

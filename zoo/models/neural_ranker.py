@@ -1,6 +1,6 @@
 """``NeuralRanker``: what every trained LIGHT ranker shares (StarSpace, MemNet, bi/cross-rankers).
 
-A subclass says how to turn :class:`~zoo.light.datamodule.LightItem` lists into tensors
+A subclass says how to turn :class:`~zoo.light.items.LightItem` lists into tensors
 (``collate``) and how to score a batch (``forward``: ``[B, C_max]`` scores, ``-inf`` in the
 padding of shorter candidate lists). This base turns that into a Lightning model:
 
@@ -22,7 +22,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-from zoo.light.datamodule import LightItem
+from zoo.light.items import LightItem
 from zoo.light.metrics import MeanReciprocalRank, RecallAtK
 from zoo.models.light_baselines import LightRanker
 

@@ -184,8 +184,8 @@ class Partner:
 def load_light_model(name: str):
     """A LIGHT model by released name or directory, loaded once per process (a web page
     serving many games, or a test session, pays for it once)."""
+    from zoo.cli.light_tools import load_ranker
     from zoo.hub import list_pretrained
-    from zoo.light.cli_tools import load_ranker
     from zoo.registry import list_models
 
     if name in list_models("light-*") and name not in list_pretrained() and not any(c in name for c in "/.~"):

@@ -34,7 +34,7 @@ from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
 from zoo.registry import create_model
 
-log = logging.getLogger("zoo.light_recipe")
+log = logging.getLogger("zoo.training.light")
 MONITOR = "valid/r_at_1"
 
 

@@ -24,13 +24,13 @@ def add_commands(subparsers, eval_subparsers) -> None:
     """Register ``zoo light`` (examples, sim, stats, neighbors) and ``zoo eval light``."""
     light = subparsers.add_parser("light", help="LIGHT (Urbanek et al. 2019): data tools")
     commands = light.add_subparsers(dest="light_command", required=True)
-    from zoo.light.cli_tools import (
+    from zoo.cli.light_neighbors import add_neighbors_command
+    from zoo.cli.light_tools import (
         add_eval_command,
         add_generate_command,
         add_sim_command,
         add_stats_command,
     )
-    from zoo.light.neighbors import add_neighbors_command
 
     add_sim_command(commands)
     add_stats_command(commands)

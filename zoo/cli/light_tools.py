@@ -1,6 +1,6 @@
 """``zoo light sim``, ``zoo light stats`` and ``zoo eval light``: argument parsing and handlers.
 
-Kept apart from :mod:`zoo.light.commands` (the ``examples`` tool) so each file stays small.
+Kept apart from :mod:`zoo.cli.light` (the ``examples`` tool) so each file stays small.
 Heavy imports (torch, models) happen inside the handlers: ``zoo --help`` stays fast.
 """
 

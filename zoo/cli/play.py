@@ -127,7 +127,7 @@ def run_blocks(args) -> int:
 
 def load_blocks_policy(names: tuple[str, ...], seed: int = 0):
     """One policy, or the ensemble (mean action probabilities) of several, as ``zoo eval blocks``."""
-    from zoo.blocks.commands import load_policy
+    from zoo.cli.blocks import load_policy
 
     policies = [load_policy(name, seed) for name in names]
     if len(policies) == 1:
@@ -190,7 +190,7 @@ def _add_io_arguments(parser) -> None:
 
 
 def _positive(text: str) -> int:
-    from zoo.blocks.commands import positive_int
+    from zoo.cli.blocks import positive_int
 
     return positive_int(text)
 

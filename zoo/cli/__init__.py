@@ -1,4 +1,10 @@
-"""The ``zoo`` command. Each domain adds its own subcommands (``zoo/<domain>/commands.py``)."""
+"""The ``zoo`` command. Each area adds its own subcommands from a module of this package
+(``zoo/cli/blocks.py``, ``light.py``, ``play.py``).
+
+The CLI joins the domains (``zoo.light``, ``zoo.blocks``) to the models: it may import both,
+and neither domain imports it (``tests/test_layout.py``). Subcommand modules import torch,
+Lightning and the models inside their handlers only, so ``zoo --help`` stays fast.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("zoo.blocks.commands", "zoo.light.commands", "zoo.play.commands")
+COMMAND_MODULES = ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play")
 """Modules exposing ``add_commands(subparsers, eval_subparsers)``."""
 
 
@@ -69,7 +75,3 @@ def main(argv: list[str] | None = None) -> int:
     except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:
         message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
         parser.exit(2, f"zoo: error: {message}\n")
-
-
-if __name__ == "__main__":
-    sys.exit(main())

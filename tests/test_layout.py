@@ -1,0 +1,170 @@
+"""The layout shows the architecture: the domains (``zoo/light``, ``zoo/blocks``) never import
+the models or what joins domains to models (the registry, callbacks, CLI, games, training
+scripts), not even inside a function; the joining packages import, and ``zoo --help`` still
+offers every command, without loading torch."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+DOMAINS = ("zoo/light", "zoo/blocks")
+FORBIDDEN = ("zoo.models", "zoo.registry", "zoo.callbacks", "zoo.cli", "zoo.play", "zoo.training")
+JOINING = ("zoo/cli", "zoo/training")
+
+SUBCOMMANDS = {
+    (): {"eval", "models", "download", "blocks", "light", "play", "demo"},
+    ("eval",): {"blocks", "light"},
+    ("blocks",): {"render"},
+    ("light",): {"sim", "stats", "neighbors", "generate", "examples"},
+    ("play",): {"light", "blocks"},
+}
+"""What ``zoo --help`` and each group's ``--help`` offered before the CLI moved into zoo/cli/."""
+
+LEAVES = [("eval", "blocks"), ("eval", "light"), ("models",), ("download",), ("blocks", "render"),
+          ("light", "sim"), ("light", "stats"), ("light", "neighbors"), ("light", "generate"),
+          ("light", "examples"), ("play", "light"), ("play", "blocks"), ("demo",)]
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def imported_names(source: str, module: str, is_package: bool = False) -> list[tuple[int, str]]:
+    """(line, module) of every import in ``source``, at any depth (functions, ``if TYPE_CHECKING``,
+    ``try``), relative ones resolved against ``module``; ``from a import b`` names both ``a``
+    and ``a.b`` (``b`` may be a submodule). String constants that are exactly a dotted ``zoo.``
+    module name count too: they are what ``importlib.import_module`` is given."""
+    found = []
+    package = module.split(".") if is_package else module.split(".")[:-1]
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package[: len(package) - (node.level - 1)]
+                base = ".".join([*anchor, *([base] if base else [])])
+            found.append((node.lineno, base))
+            found += [(node.lineno, f"{base}.{alias.name}") for alias in node.names]
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) \
+                and re.fullmatch(r"zoo(\.\w+)+", node.value):
+            found.append((node.lineno, node.value))
+    return found
+
+
+def forbidden_imports(path: Path) -> list[str]:
+    names = imported_names(path.read_text(encoding="utf-8"), module_name(path), path.name == "__init__.py")
+    return [f"{path.relative_to(REPO)}:{line} imports {name}" for line, name in names
+            if any(name == banned or name.startswith(banned + ".") for banned in FORBIDDEN)]
+
+
+def domain_files() -> list[Path]:
+    return sorted(path for domain in DOMAINS for path in (REPO / domain).rglob("*.py"))
+
+
+def test_the_checker_sees_imports_at_every_depth():
+    source = """
+import zoo.registry
+from typing import TYPE_CHECKING
+if TYPE_CHECKING:
+    from zoo.models.starspace import StarSpaceRanker
+def load():
+    from zoo import callbacks
+    from ..cli import light
+    try:
+        import zoo.play.demo as demo
+    except ImportError:
+        pass
+    class Inner:
+        def method(self):
+            from zoo.training.light import run
+    return importlib.import_module("zoo.models.ensemble")
+"""
+    names = {name for _, name in imported_names(source, "zoo.light.example")}
+    flagged = {name for name in names if any(name == b or name.startswith(b + ".") for b in FORBIDDEN)}
+    assert flagged == {"zoo.registry", "zoo.models.starspace", "zoo.models.starspace.StarSpaceRanker",
+                       "zoo.callbacks", "zoo.cli", "zoo.cli.light", "zoo.play.demo", "zoo.training.light",
+                       "zoo.training.light.run", "zoo.models.ensemble"}
+    assert {"typing", "typing.TYPE_CHECKING", "zoo"} == names - flagged
+    assert {name for _, name in imported_names("from . import records\nfrom .sim import X", "zoo.light",
+                                               is_package=True)} == {"zoo.light", "zoo.light.records",
+                                                                     "zoo.light.sim", "zoo.light.sim.X"}
+
+
+def test_domains_import_neither_models_nor_what_joins_them():
+    files = domain_files()
+    assert len(files) > 40 and REPO / "zoo/light/datamodule.py" in files and REPO / "zoo/blocks/env.py" in files
+    every_import = [name for path in files for _, name in imported_names(path.read_text(encoding="utf-8"),
+                                                                          module_name(path))]
+    assert "zoo.light.records" in every_import and "zoo.blocks.data" in every_import  # the walk sees imports
+    problems = [problem for path in files for problem in forbidden_imports(path)]
+    assert problems == [], "\n".join(problems)
+
+
+def test_cli_and_training_modules_all_import():
+    names = sorted(module_name(path) for package in JOINING for path in (REPO / package).rglob("*.py"))
+    assert {"zoo.cli", "zoo.cli.__main__", "zoo.cli.blocks", "zoo.cli.light", "zoo.cli.light_tools",
+            "zoo.cli.light_neighbors", "zoo.cli.play", "zoo.training", "zoo.training.light",
+            "zoo.training.blocks"} <= set(names)
+    for name in names:
+        module = importlib.import_module(name)
+        assert Path(module.__file__).resolve().is_relative_to(REPO), f"{name} came from {module.__file__}"
+    for name in ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play"):
+        assert callable(importlib.import_module(name).add_commands)
+    assert set(importlib.import_module("zoo.cli").COMMAND_MODULES) == {"zoo.cli.blocks", "zoo.cli.light",
+                                                                       "zoo.cli.play"}
+
+
+def zoo(*args: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")]),
+           "COLUMNS": "200"}
+    return subprocess.run([sys.executable, "-m", "zoo.cli", *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def offered(help_text: str) -> set[str]:
+    """The subcommands a help text offers: the ``{a,b,c}`` of its positional arguments."""
+    positional = help_text.split("positional arguments:", 1)[1]
+    return set(re.search(r"\{([\w,-]+)\}", positional).group(1).split(","))
+
+
+@pytest.mark.parametrize("group", sorted(SUBCOMMANDS))
+def test_zoo_help_lists_every_subcommand(group):
+    completed = zoo(*group, "--help")
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.startswith(f"usage: {' '.join(('zoo', *group))} ")
+    assert offered(completed.stdout) == SUBCOMMANDS[group]
+
+
+def test_every_leaf_command_has_its_help(capsys):
+    from zoo.cli import build_parser
+
+    assert {leaf[0] for leaf in LEAVES} | {group[0] for group in SUBCOMMANDS if group} == SUBCOMMANDS[()]
+    for leaf in LEAVES:
+        with pytest.raises(SystemExit) as stopped:
+            build_parser().parse_args([*leaf, "--help"])
+        assert stopped.value.code == 0
+        text = capsys.readouterr().out
+        assert text.startswith(f"usage: zoo {' '.join(leaf)}"), text[:200]
+        assert "options:" in text
+
+
+def test_help_loads_neither_torch_nor_the_models():
+    probe = ("import sys; from zoo.cli import build_parser; build_parser(); "
+             "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning', 'transformers') "
+             "or m.startswith(('zoo.models', 'zoo.registry', 'zoo.training', 'zoo.callbacks'))))")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
+                               timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.strip() == "[]"

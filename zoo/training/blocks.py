@@ -1,0 +1,168 @@
+"""The training script behind ``recipes/blocks_policy.py``: the block policy of Misra, Langford
+& Artzi (2017), trained supervised, with the contextual bandit, REINFORCE, DQN or an oracle planner.
+
+``main`` reads the recipe's YAML (with ``--config`` files and dotted overrides), builds the
+:class:`BlocksDataModule`, the policy (for the RL methods: its supervised initialisation),
+the callbacks (rollout evaluation on tuning and dev, the bandit or DQN loop, checkpoints) and
+the Trainer, and fits. Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists;
+the best policy by tuning-set error is exported with ``save_pretrained`` to
+``<run_dir>/pretrained`` (load it with ``zoo eval blocks --model <run_dir>/pretrained``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from pathlib import Path
+
+import torch
+from omegaconf import DictConfig, OmegaConf
+
+from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.reward import RewardConfig
+from zoo.callbacks import ContextualBanditLoop, DQNLoop
+from zoo.callbacks.rollout_evaluation import RolloutEvaluation
+from zoo.experiment import (
+    checkpointing,
+    fit_resuming,
+    load_config,
+    load_run_checkpoint,
+    make_logger,
+    make_trainer,
+    start_run,
+)
+from zoo.models.block_policy import BlockPolicy
+
+DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
+"""The recipe's YAML in a clone of the repository (``recipes/`` is not part of the wheel)."""
+RL_METHODS = ("bandit", "reinforce", "dqn")
+log = logging.getLogger("blocks_policy")
+
+
+def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
+    try:
+        return _datamodule(config, mode)
+    except ValueError as error:  # a bad data setting: one line, before any work
+        raise SystemExit(f"data: {error}") from None
+
+
+def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
+    data = config.data
+    datamodule = BlocksDataModule(
+        data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
+        num_workers=data.num_workers, seed=config.seed, mode=mode,
+        procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
+        episodes_per_batch=config.bandit.episodes_per_batch, supervised_schedule=data.supervised_schedule,
+        replay_capacity=data.replay_capacity,
+    )
+    datamodule.prepare_data()
+    datamodule.setup("fit")
+    return datamodule
+
+
+def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_dir: Path) -> list:
+    dev = datamodule.dev_examples
+    if config.evaluation.dev_limit:
+        dev = dev[: config.evaluation.dev_limit]
+    every = config.evaluation.dev_every_n_epochs
+    return [
+        RolloutEvaluation(datamodule.tuning_examples, "tuning", every, renderer=datamodule.renderer),
+        RolloutEvaluation(dev, "dev", every, gifs=config.evaluation.gifs, gif_dir=run_dir / "rollouts",
+                          renderer=datamodule.renderer),
+    ]
+
+
+def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, run_dir: Path,
+        extra_callbacks: list = (), max_epochs: int | None = None) -> BlockPolicy:
+    """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained."""
+    callbacks = [*extra_callbacks, *evaluation_callbacks(config, datamodule, run_dir),
+                 *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
+    trainer_config = config.trainer.copy()
+    if max_epochs is not None:
+        trainer_config.max_epochs = max_epochs
+    if not policy.automatic_optimization:  # the policy clips each of its own steps
+        trainer_config.gradient_clip_val = None
+    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
+    fit_resuming(trainer, policy, datamodule, run_dir)
+    best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
+    if best:
+        state = load_run_checkpoint(best, run_dir)["state_dict"]
+        policy.load_state_dict(state)
+    if trainer.is_global_zero:
+        policy.save_pretrained(run_dir / "pretrained")
+        log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
+    trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
+    return policy
+
+
+def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlockPolicy:
+    return BlockPolicy(datamodule.vocabulary.words, **config.model, objective="supervised",
+                       learning_rate=config.supervised.learning_rate)
+
+
+def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlockPolicy:
+    """The paper's initialisation: a supervised policy (trained here for ``warmup_epochs`` or
+    loaded from ``init_from``) whose direction head is then re-initialised. With
+    ``warmup_epochs=0`` and no ``init_from``, a random initialisation (the "w/o supervised
+    init" ablation). DQN always starts from random weights: its Q head has no softmax to
+    inherit."""
+    bandit = config.bandit
+    if config.method == "dqn":
+        return BlockPolicy(vocabulary, **config.model, objective="dqn", head="q",
+                           learning_rate=config.dqn.learning_rate, discount=config.dqn.discount)
+    overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
+                     entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
+                     loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
+                     gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
+    if bandit.init_from:
+        source = Path(bandit.init_from)
+        if source.suffix == ".ckpt":
+            policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", weights_only=True, **overrides)
+        else:
+            policy = BlockPolicy.from_pretrained(source, **overrides)
+    elif bandit.warmup_epochs > 0:
+        warmup_dir = run_dir / "warmup"
+        if not (warmup_dir / "pretrained").is_dir():
+            steps = make_datamodule(config, mode="steps")
+            fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
+        policy = BlockPolicy.from_pretrained(warmup_dir / "pretrained", **overrides)
+    else:
+        return BlockPolicy(vocabulary, **{**config.model, **overrides})
+    if bandit.reset_direction_head:
+        torch.manual_seed(config.seed)
+        policy.reset_direction_head()
+    return policy.train()
+
+
+def main(argv: list[str], extra_callbacks: list = (),
+         default_config: str | Path | Sequence[str | Path] = DEFAULT_CONFIG) -> int:
+    """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
+    logging.basicConfig(level=logging.INFO, format="%(message)s")
+    config = load_config(default_config, argv)
+    if config.method not in ("supervised", "planner", *RL_METHODS):
+        raise SystemExit(f"method must be supervised, planner, bandit, reinforce or dqn; got {config.method!r}")
+    run_dir = start_run(config)
+    if config.method == "supervised":
+        datamodule = make_datamodule(config, mode="steps")
+        fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        return 0
+    if config.method == "planner":
+        datamodule = make_datamodule(config, mode="targets")
+        policy = BlockPolicy(datamodule.vocabulary.words, **config.model, objective="planner", head="target",
+                             learning_rate=config.supervised.learning_rate)
+        fit(config, policy, datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        return 0
+    datamodule = make_datamodule(config, mode="episodes")
+    policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)
+    datamodule.vocabulary = policy.vocabulary
+    reward = RewardConfig(config.bandit.reward, failure_penalty=config.bandit.failure_penalty)
+    if config.method == "dqn":
+        dqn = config.dqn
+        loop = DQNLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
+                       demo_cache=datamodule.demos, capacity=dqn.replay_size, batch_size=dqn.batch_size,
+                       epsilon_start=dqn.epsilon_start, epsilon_end=dqn.epsilon_end, epsilon_steps=dqn.epsilon_steps)
+    else:
+        loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
+                                    demo_cache=datamodule.demos)
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
+    return 0
