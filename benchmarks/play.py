@@ -125,9 +125,9 @@ def light_turns(corpus: list[str], turns: int) -> dict:
 
 def blocks_instructions(count: int, model: str) -> dict:
     from zoo.play.blocks_board import BlocksBoard, choose_board
-    from zoo.cli.play import load_blocks_policy
+    from zoo.loading import load_policies
 
-    policy = load_blocks_policy((model,))
+    policy = load_policies((model,))
     try:
         boards = [choose_board(f"dev:{10 * i}") for i in range(count)]
     except FileNotFoundError:

@@ -17,7 +17,7 @@ import pytest
 from PIL import Image
 
 from zoo.cli import build_parser
-from zoo.cli.play import load_blocks_policy
+from zoo.loading import load_policies
 from zoo.light.environment import authored_world
 from zoo.play.demo import MAX_BODY_BYTES, Demo, make_server
 from zoo.play.light_partner import load_partner
@@ -28,7 +28,7 @@ def demo_url(play_corpus, play_cache):
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("ZOO_CACHE", str(play_cache))
         partner, details = load_partner(corpus=[str(play_corpus)], index_limit=200, progress=False)
-    demo = Demo(partner, details, load_blocks_policy(("blocks-bandit",)), "blocks-bandit", authored_world())
+    demo = Demo(partner, details, load_policies(("blocks-bandit",)), "blocks-bandit", authored_world())
     server = make_server(demo, port=0)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()

@@ -43,7 +43,7 @@ def main() -> None:
         return json.loads(path.read_text()) if path.is_file() else None
 
     split = args.split
-    print(f"| grounding | dialogue PPL | F1 | action acc | emote acc | paper (valid): PPL / F1 / action / emote |")
+    print("| grounding | dialogue PPL | F1 | action acc | emote acc | paper (valid): PPL / F1 / action / emote |")
     print("|---|---:|---:|---:|---:|---|")
     for features, (label, *paper) in ROWS.items():
         dialogue, action, emote = (results(task, features) for task in ("dialogue", "action", "emote"))

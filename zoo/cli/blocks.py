@@ -7,7 +7,8 @@ import json
 import sys
 from pathlib import Path
 
-BASELINES = {"stop": "blocks-stop", "random": "blocks-random", "demonstrations": "blocks-demonstrations"}
+from zoo.loading import load_policies, load_policy
+
 
 
 def add_commands(commands, eval_domains) -> None:
@@ -51,41 +52,12 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--download", action="store_true", help="download the release if it is not found")
 
 
-def load_policy(name: str, seed: int = 0):
-    """A baseline by short name, else a checkpoint directory or a released name."""
-    from zoo.grounded import Grounded
-    from zoo.registry import create_model
-
-    if name in BASELINES:
-        return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
-    if Path(name).exists() and not Path(name).is_dir():
-        raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
-    try:
-        policy = Grounded.from_pretrained(name)
-    except KeyError as unknown:
-        raise ValueError(f"unknown model {name!r}: not a baseline ({', '.join(BASELINES)}), not a checkpoint "
-                         f"directory, and not a released name ({unknown.args[0]})") from None
-    if policy.domain != "blocks":
-        raise ValueError(f"{name} is a {type(policy).__name__}, a {policy.domain or 'non-Blocks'} model; "
-                         f"zoo eval blocks takes a Blocks policy")
-    return policy
-
-
-def _load_policies(names: list[str], seed: int):
-    policies = [load_policy(name, seed) for name in names]
-    if len(policies) == 1:
-        return policies[0]
-    from zoo.models.ensemble import PolicyEnsemble
-
-    return PolicyEnsemble(policies)
-
-
 def run_eval(args) -> int:
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.blocks.sources import open_split
 
     split, source = open_split(args.split, args.data_dir, args.download)
-    policy = _load_policies(args.model, args.seed)
+    policy = load_policies(args.model, args.seed)
     examples = split.examples[: args.limit] if args.limit else split.examples
     result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True)
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import sys
 
-KINDS = ("objects", "characters", "locations", "actions", "words")
+from zoo.light.world import NEIGHBOUR_KINDS as KINDS
 
 
 def add_neighbors_command(commands) -> None:

@@ -16,9 +16,8 @@ from pathlib import Path
 from zoo.light.features import FEATURE_SETS
 from zoo.light.records import LightDataError
 from zoo.light.release import SPLITS
+from zoo.loading import LIGHT_BASELINES, load_ranker
 
-BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "light-fasttext",
-             "candidates-only": "light-candidates-only"}
 PRESETS = ("full", "small", "tiny")
 
 
@@ -162,20 +161,6 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.set_defaults(handler=run_eval)
 
 
-def load_ranker(name: str, seed: int = 0):
-    """A baseline by short name (fresh), else a ``save_pretrained`` directory or released name."""
-    from zoo.grounded import Grounded
-    from zoo.registry import create_model
-
-    if name in BASELINES:
-        return create_model(BASELINES[name], **({"seed": seed} if name == "random" else {}))
-    model = Grounded.from_pretrained(name)
-    if model.domain != "light":
-        raise ValueError(f"{name} is a {type(model).__name__}, a {model.domain or 'non-LIGHT'} model; "
-                         f"LIGHT commands take a LIGHT ranker")
-    return model
-
-
 def run_eval(args) -> int:
     import lightning as L
 
@@ -236,7 +221,7 @@ def _fit_baseline(model, args, module) -> dict:
     if kind == "IRRanker" and not model.fitted:
         fit_ir(model, module)
         return {"fit_data": module.label}
-    if kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in BASELINES:
+    if kind in ("FastTextRanker", "CandidatesOnlyRanker") and args.model in LIGHT_BASELINES:
         return {"fit_data": module.label,
                 **fit_fasttext(model, module, epochs=args.epochs, batch_size=args.batch_size)}
     return {}

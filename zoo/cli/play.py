@@ -8,6 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zoo.loading import load_policies
+
 LIGHT_DESCRIPTION = """\
 Play a character in a LIGHT room and talk and act with a partner played by the models.
 
@@ -114,7 +116,7 @@ def run_blocks(args) -> int:
         instruction = clean_line(args.instruction)[0]
         if not instruction:
             raise ValueError("--instruction is empty")
-    policy = load_blocks_policy(tuple(args.model), args.seed)
+    policy = load_policies(tuple(args.model), args.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     (out_dir / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": "zoo play blocks"}) + "\n")
     with Transcript(args.transcript) as transcript:
@@ -123,18 +125,6 @@ def run_blocks(args) -> int:
         game.start()
         game.play(lines, instruction)
     return 0
-
-
-def load_blocks_policy(names: tuple[str, ...], seed: int = 0):
-    """One policy, or the ensemble (mean action probabilities) of several, as ``zoo eval blocks``."""
-    from zoo.cli.blocks import load_policy
-
-    policies = [load_policy(name, seed) for name in names]
-    if len(policies) == 1:
-        return policies[0]
-    from zoo.models.ensemble import PolicyEnsemble
-
-    return PolicyEnsemble(policies)
 
 
 def add_demo_command(commands) -> None:
@@ -167,7 +157,7 @@ def run_demo(args) -> int:
     world = load_world(args.data_dir, args.world)
     partner, details = load_partner(args.model, args.action_model, args.emote_model, args.act, args.corpus,
                                     args.index_limit, args.data_dir, progress=True, say=_note)
-    policy = load_blocks_policy(tuple(args.blocks_model))
+    policy = load_policies(tuple(args.blocks_model))
     demo = Demo(partner, details, policy, " + ".join(args.blocks_model), world)
     server = make_server(demo, args.host, args.port)
     host, port = server.server_address[:2]

@@ -17,6 +17,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping
 
+NEIGHBOUR_KINDS = ("objects", "characters", "locations", "actions", "words")
+"""What an embedding of LIGHT can be asked for the nearest of (the paper's Table 3 rows)."""
+
 UNSEEN_CATEGORIES = frozenset({
     "city in the clouds", "frozen tundra", "magical realm", "netherworld", "supernatural", "underwater aquapolis",
 })

@@ -36,6 +36,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from zoo.light.items import LightItem
+from zoo.light.world import NEIGHBOUR_KINDS
 from zoo.models.light_baselines import LineCache, tokenize
 from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
 from zoo.registry import register_model
@@ -43,7 +44,7 @@ from zoo.registry import register_model
 UNK = "__unk__"
 POOLINGS = ("mean", "sqrt")
 SIMILARITIES = ("cosine", "dot")
-KINDS = ("objects", "characters", "locations", "actions", "words")
+KINDS = NEIGHBOUR_KINDS
 ACTION_PREFIXES = ("_self_act ", "_partner_act ")
 VOCAB_FILE, ACTIONS_FILE, ENTITIES_FILE = "vocab.json", "actions.json", "entities.json"
 

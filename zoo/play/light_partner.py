@@ -184,7 +184,7 @@ class Partner:
 def load_light_model(name: str):
     """A LIGHT model by released name or directory, loaded once per process (a web page
     serving many games, or a test session, pays for it once)."""
-    from zoo.cli.light_tools import load_ranker
+    from zoo.loading import load_ranker
     from zoo.hub import list_pretrained
     from zoo.registry import list_models
 

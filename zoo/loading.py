@@ -1,0 +1,59 @@
+"""What a model name given by a person means: a baseline's short name, a ``save_pretrained``
+directory, or a released name; and, for Blocks, several names as one ensemble.
+
+The command line, the games and the benchmarks all take such names, so they resolve them
+here, in one place, and each refuses a model of the other benchmark in one line.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Sequence
+
+BLOCKS_BASELINES = {"stop": "blocks-stop", "random": "blocks-random", "demonstrations": "blocks-demonstrations"}
+LIGHT_BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "light-fasttext",
+                   "candidates-only": "light-candidates-only"}
+
+
+def load_policy(name: str, seed: int = 0):
+    """A Blocks baseline by short name, else a checkpoint directory or a released name."""
+    from zoo.grounded import Grounded
+    from zoo.registry import create_model
+
+    if name in BLOCKS_BASELINES:
+        return create_model(BLOCKS_BASELINES[name], **({"seed": seed} if name == "random" else {}))
+    if Path(name).exists() and not Path(name).is_dir():
+        raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
+    try:
+        policy = Grounded.from_pretrained(name)
+    except KeyError as unknown:
+        raise ValueError(f"unknown model {name!r}: not a baseline ({', '.join(BLOCKS_BASELINES)}), not a checkpoint "
+                         f"directory, and not a released name ({unknown.args[0]})") from None
+    if policy.domain != "blocks":
+        raise ValueError(f"{name} is a {type(policy).__name__}, a {policy.domain or 'non-Blocks'} model; "
+                         f"zoo eval blocks takes a Blocks policy")
+    return policy
+
+
+def load_policies(names: Sequence[str], seed: int = 0):
+    """One policy, or the ensemble of several (their mean action probabilities, the paper's Table 3)."""
+    policies = [load_policy(name, seed) for name in names]
+    if len(policies) == 1:
+        return policies[0]
+    from zoo.models.ensemble import PolicyEnsemble
+
+    return PolicyEnsemble(policies)
+
+
+def load_ranker(name: str, seed: int = 0):
+    """A LIGHT baseline by short name (fresh), else a ``save_pretrained`` directory or released name."""
+    from zoo.grounded import Grounded
+    from zoo.registry import create_model
+
+    if name in LIGHT_BASELINES:
+        return create_model(LIGHT_BASELINES[name], **({"seed": seed} if name == "random" else {}))
+    model = Grounded.from_pretrained(name)
+    if model.domain != "light":
+        raise ValueError(f"{name} is a {type(model).__name__}, a {model.domain or 'non-LIGHT'} model; "
+                         f"LIGHT commands take a LIGHT ranker")
+    return model
