@@ -63,3 +63,14 @@ def test_a_missing_shard_or_an_index_pointing_elsewhere_is_one_line(tmp_path):
     index.write_text(json.dumps({"metadata": {}, "weight_map": {"image.project.weight": "../../elsewhere.safetensors"}}))
     with pytest.raises(ValueError, match="outside its directory"):
         Grounded.from_pretrained(tmp_path / "policy")
+
+
+def test_a_single_file_written_by_plain_safetensors_still_loads(tmp_path):
+    """Checkpoints saved before sharding (safetensors.torch.save_model, no format metadata)."""
+    from safetensors.torch import save_model
+
+    policy = tiny_policy()
+    policy.save_pretrained(tmp_path / "policy")
+    save_model(policy, str(tmp_path / "policy" / SINGLE_FILE))  # overwrite in the old way
+    loaded = Grounded.from_pretrained(tmp_path / "policy")
+    torch.testing.assert_close(loaded.state_dict()["image.project.weight"], policy.state_dict()["image.project.weight"])

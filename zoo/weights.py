@@ -2,10 +2,11 @@
 
 Shards keep every file of a release small enough to move through size-limited channels
 (a device machine hands back files of at most 16 MiB; some hosts cap uploads) and let a
-download resume file by file. The layout is the Hugging Face one, written and read by
-``huggingface_hub``: ``model.safetensors`` when the weights fit in one shard, else
-``model-0000K-of-0000N.safetensors`` plus ``model.safetensors.index.json``. Nothing is
-unpickled. Tied parameters (one tensor under two names) are stored once.
+download resume file by file. The layout is the Hugging Face one: ``model.safetensors`` when
+the weights fit in one shard, else ``model-0000K-of-0000N.safetensors`` plus
+``model.safetensors.index.json``, written by ``huggingface_hub``; reading is plain
+``safetensors``, so older single files load too. Nothing is unpickled. Tied parameters (one
+tensor under two names) are stored once.
 """
 
 from __future__ import annotations
@@ -64,11 +65,17 @@ def weight_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
 
 def load_weights(model: torch.nn.Module, directory: Path, device: str | torch.device = "cpu") -> None:
     """Load every parameter and buffer of ``model`` from ``directory``, strictly: a tensor
-    missing from the files is an error unless it is tied to one that was loaded."""
-    from huggingface_hub import load_torch_model
+    missing from the files is an error unless it is tied to one that was loaded. Files written
+    by ``safetensors.torch.save_model`` (without the ``format`` metadata huggingface_hub's
+    loader insists on) load too."""
+    from safetensors.torch import load_file
 
-    result = load_torch_model(model, directory, strict=False, filename_pattern=FILENAME_PATTERN,
-                              map_location=device, weights_only=True)
+    state: dict[str, torch.Tensor] = {}
+    for path in weight_files(directory):
+        if not path.is_file():
+            raise FileNotFoundError(f"{directory} lacks the shard {path.name}")
+        state.update(load_file(str(path), device=str(device)))
+    result = model.load_state_dict(state, strict=False)
     missing, unexpected = set(result.missing_keys), set(result.unexpected_keys)
     missing -= tied_to_loaded(model, missing)
     if missing or unexpected:
