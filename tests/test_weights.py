@@ -5,6 +5,8 @@ set of files is a one-line error."""
 from __future__ import annotations
 
 import json
+import os
+import stat
 
 import pytest
 import torch
@@ -31,9 +33,14 @@ def test_a_model_larger_than_a_shard_is_saved_in_several_and_loads_identically(t
         torch.testing.assert_close(loaded.state_dict()[name], tensor, rtol=0, atol=0, msg=name)
 
 
-def test_a_model_within_one_shard_keeps_the_single_file_layout(tmp_path):
-    tiny_policy().save_pretrained(tmp_path / "policy")
+def test_a_model_within_one_shard_keeps_the_single_file_layout_readable_by_others(tmp_path):
+    previous = os.umask(0o022)
+    try:
+        tiny_policy().save_pretrained(tmp_path / "policy")
+    finally:
+        os.umask(previous)
     assert [f.name for f in weight_files(tmp_path / "policy")] == [SINGLE_FILE]
+    assert stat.S_IMODE((tmp_path / "policy" / SINGLE_FILE).stat().st_mode) == 0o644
 
 
 class Tied(torch.nn.Module):

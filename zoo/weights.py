@@ -26,8 +26,13 @@ def save_weights(model: torch.nn.Module, directory: Path, max_shard_bytes: int =
     """Write ``model``'s weights into ``directory``; returns the files written."""
     from huggingface_hub import save_torch_model
 
+    from zoo.files import honour_umask
+
     save_torch_model(model, directory, max_shard_size=max_shard_bytes, filename_pattern=FILENAME_PATTERN)
-    return weight_files(directory)
+    files = weight_files(directory)
+    for path in files:  # safetensors writes 0600; a release is read by others
+        honour_umask(path, directory=False)
+    return files
 
 
 def weight_files(directory: Path) -> list[Path]:
