@@ -163,5 +163,5 @@ def test_a_generative_model_writes_the_partners_lines(tmp_path, play_corpus, no_
 
 def test_a_registered_model_without_weights_is_named_as_such(no_light_data, capsys):
     with pytest.raises(SystemExit):
-        main(["play", "light", "--world", "authored", "--model", "light-generative", "--script", __file__])
-    assert "light-generative is a registered model without released weights" in capsys.readouterr().err
+        main(["play", "light", "--world", "authored", "--model", "light-fasttext", "--script", __file__])
+    assert "light-fasttext is a registered model without released weights" in capsys.readouterr().err

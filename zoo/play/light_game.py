@@ -12,7 +12,7 @@ from typing import TextIO
 
 from zoo.light.candidates import EMOTES
 from zoo.play.light_partner import Partner
-from zoo.play.light_room import LightRoom, changes
+from zoo.play.light_room import LightRoom, changes, the
 from zoo.play.transcript import Transcript
 
 COMMANDS_HELP = """\
@@ -43,7 +43,7 @@ class LightGame:
         room = self.room
         self.show(room.panel())
         self.show()
-        self.show(f"You play the {room.me}; the {room.partner} is played by {details.get('partner_model', 'a model')}. "
+        self.show(f"You play {the(room.me)}; {the(room.partner)} is played by {details.get('partner_model', 'a model')}. "
                   f"Type a line to speak, /help for commands.")
         self.transcript.write(0, "game", "start", room.scene.room.name, room=room.scene.room.name,
                               world=room.world.source, you=room.me, partner=room.partner, npc=room.npc,
@@ -132,7 +132,7 @@ class LightGame:
     def partner_turn(self) -> None:
         room, name = self.room, self.room.partner
         if room.engine.agent(name).dead:
-            self.show(f"(the {name} lies dead and does not answer)")
+            self.show(f"({the(name)} lies dead and does not answer)")
             return
         turn = self.partner.take_turn(room)
         self.turn += 1

@@ -20,6 +20,12 @@ from zoo.light.scene import Scene, stage_chat
 from zoo.light.world import World, article_name
 
 
+def the(name: str) -> str:
+    """``the <name>``, unless the world's name already starts with an article ("a scullery
+    boy", "the tower" are names in the real LIGHT world)."""
+    return name if name.lower().startswith(("a ", "an ", "the ")) else f"the {name}"
+
+
 def _close(name: str, choices: list[str]) -> str:
     close = difflib.get_close_matches(name.lower(), list(dict.fromkeys(c.lower() for c in choices)), n=5, cutoff=0.5)
     return f"; did you mean {', '.join(repr(c) for c in close)}?" if close else ""
@@ -125,9 +131,9 @@ class LightRoom:
         state: dict[str, str] = {}
         for node in self.graph.nodes.values():
             if node.is_object:
-                state[f"the {node.name}"] = self._place(node)
+                state[the(node.name)] = self._place(node)
             elif node.is_agent:
-                state[f"the {node.name}"] = "dead" if node.dead else f"health {node.health}"
+                state[the(node.name)] = "dead" if node.dead else f"health {node.health}"
         return state
 
     def _place(self, node: Node) -> str:
@@ -136,13 +142,13 @@ class LightRoom:
             return "here"
         if holder.is_agent:
             how = {"wear": "worn", "wield": "wielded"}.get(node.equipped or "", "carried")
-            return f"{how} by the {holder.name}{' (you)' if holder.name == self.me else ''}"
-        return f"{holder.surface} the {holder.name}"
+            return f"{how} by {the(holder.name)}{' (you)' if holder.name == self.me else ''}"
+        return f"{holder.surface} {the(holder.name)}"
 
     def who_is_here(self) -> list[str]:
         agents = self.graph.agents_in(self.graph.room_of(self.engine.agent(self.me)))
         roles = {self.me: "you", self.partner: "your partner"}
-        return [f"the {a.name}" + (f" ({roles[a.name]})" if a.name in roles else "") for a in agents]
+        return [the(a.name) + (f" ({roles[a.name]})" if a.name in roles else "") for a in agents]
 
     def holdings(self, who: str) -> str:
         carrying, wearing, wielding = self.engine.inventory(who)
@@ -167,11 +173,11 @@ class LightRoom:
             return textwrap.fill(text, width, initial_indent="  ", subsequent_indent="  ")
 
         lines = [f"== {room.name} ({room.category}) ==", wrap(room.description or "(no description)"), "",
-                 f"You are the {self.me}. Your persona:", wrap(self.persona(self.me) or "(none)"), "",
+                 f"You are {the(self.me)}. Your persona:", wrap(self.persona(self.me) or "(none)"), "",
                  "Who is here: " + ", ".join(self.who_is_here()),
                  "Objects here: " + (", ".join(self.objects_here()) or "nothing")]
         agents = self.graph.agents_in(self.graph.room_of(self.engine.agent(self.me)))
-        lines += [f"  the {a.name}{' (you)' if a.name == self.me else ''} {self.holdings(a.name)}" for a in agents]
+        lines += [f"  {the(a.name)}{' (you)' if a.name == self.me else ''} {self.holdings(a.name)}" for a in agents]
         return "\n".join(lines)
 
 
