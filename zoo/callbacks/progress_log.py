@@ -17,7 +17,7 @@ log = logging.getLogger("zoo.progress")
 class ProgressLog(L.Callback):
     """Says what a run will cost and how it goes, in lines a log file keeps.
 
-    At the start: the plan (epochs, batches, examples). After ``estimate_after_s`` seconds
+    At the start: the plan (batches per epoch, epochs to go). After ``estimate_after_s`` seconds
     of training: the whole run's estimated time at the speed so far, so a long CPU job is
     known to be one within seconds, on a terminal too. With ``lines`` (when the output is not
     a terminal): a progress line every ``every_n_steps`` steps or ``every_s`` seconds,

@@ -63,9 +63,8 @@ def _download(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
-    from zoo.hub import DownloadError
-
     from zoo.console import configure_output
+    from zoo.hub import DownloadError
 
     parser = build_parser()
     args = parser.parse_args(argv)
