@@ -28,6 +28,7 @@ from zoo.light.sim import (
 )
 from zoo.light.sim_llm_prompts import INSTRUCTIONS, build_prompt, character, clean_line
 from zoo.light.sim_llm_speech import SpeechReport, utterance_seed, write_split_speech
+from zoo.light.sim_speech import sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -184,7 +185,7 @@ def test_prompt_holds_the_speakers_grounding_only(world):
     speaker, partner = episode.agents[1], episode.agents[0]
     assert " ".join(speaker.persona.split()) in system["content"]
     assert " ".join(partner.persona.split()) not in system["content"]  # ParlAI shows only _self_persona
-    assert " ".join(episode.setting.description.split()) in system["content"]
+    assert sentences(episode.setting.description)[0] in system["content"]
     assert "Hello, friend." in user["content"]
     assert len(acts) == len(episode.turns) and all(kind in INSTRUCTIONS for turn in acts for kind, _ in turn)
     assert all(turn for turn in acts)  # every turn's speech did something

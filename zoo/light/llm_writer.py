@@ -160,10 +160,12 @@ class ChatLineWriter:
         if len(prompts) != len(seeds):
             raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
         texts = [self.render(p) for p in prompts]
-        out: list[str] = []
-        for start in range(0, len(texts), self.batch_size):
-            out += self._complete_batch(texts[start:start + self.batch_size], seeds[start:start + self.batch_size])
-        return out
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths batch with less padding
+        out: dict[int, str] = {}
+        for start in range(0, len(order), self.batch_size):
+            part = order[start:start + self.batch_size]
+            out.update(zip(part, self._complete_batch([texts[i] for i in part], [seeds[i] for i in part])))
+        return [out[i] for i in range(len(texts))]
 
     def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int]) -> list[str]:
         import torch

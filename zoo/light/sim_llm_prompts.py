@@ -22,15 +22,17 @@ import re
 from typing import Sequence
 
 from zoo.light.records import Episode, Turn
-from zoo.light.sim_speech import address
+from zoo.light.sim_speech import address, sentences
 
 MAX_SENTENCES = 2
 MAX_WORDS = 45
 MIN_WORDS = 2
-HISTORY_LINES = 6
-"""Lines of dialogue shown (the most recent): enough to answer and follow up, and short prompts
-are what keeps the CPU cost per line low."""
-MAX_OBJECTS = 8
+HISTORY_LINES = 4
+"""Lines of dialogue shown (the most recent): enough to answer and follow up; prompt length is
+what the CPU cost of a line mostly is (the prefill), so the prompt stays short."""
+DESCRIPTION_SENTENCES = 3
+"""Sentences of the setting description shown (the first ones: where the room is, what it holds)."""
+MAX_OBJECTS = 6
 
 SYSTEM = ("You are {me}, a character in a medieval fantasy world. {persona}\n"
           "You are in {place}. {description}\n"
@@ -128,7 +130,7 @@ def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], line
     me_name, partner_name = character(me.name), character(partner.name)
     system = SYSTEM.format(me=me_name, persona=" ".join(me.persona.split()),
                            place=f"the {address(episode.setting.name)}",
-                           description=" ".join(episode.setting.description.split()),
+                           description=" ".join(sentences(episode.setting.description)[:DESCRIPTION_SENTENCES]),
                            objects=object_list(episode.turns[t]), partner=partner_name)
     history = [f"{character(episode.speaker(i).name).capitalize()}: {lines[i]}"
                for i in range(max(0, t - HISTORY_LINES), t)]
