@@ -237,6 +237,8 @@ def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, m
     assert manifest["speech"]["lines"] == sum(len(e.turns) for e in load_sim_corpus(out)["train"]) + \
         sum(len(e.turns) for s in ("valid", "test", "test_unseen") for e in load_sim_corpus(out)[s])
     assert len(lines.read_text().splitlines()) == manifest["speech"]["generated"]
+    cost = manifest["speech"]["cost"]  # the measured cost travels with the corpus
+    assert cost["prompt_tokens"] > 0 and cost["new_tokens"] > 0 and cost["prefill_s"] > 0
     # The cached-corpus path: fingerprinted by the model (not the template corpus's), labelled.
     config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
     directory = ensure_sim_corpus(config, root=tmp_path / "cache")

@@ -18,6 +18,7 @@ import hashlib
 import importlib.util
 import os
 import re
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Sequence
@@ -97,7 +98,9 @@ class ChatLineWriter:
     ``complete(messages, seeds)`` returns one raw completion per prompt (not post-processed),
     stopping at the end-of-turn token, a newline, or ``max_sentences`` sentences.
     ``calls`` counts model forward passes, ``prompts_done`` the prompts completed: tests
-    check that a cached corpus makes none.
+    check that a cached corpus makes none. ``cost`` adds up where the time goes (prompt tokens
+    and seconds of prefill, decoding steps, tokens kept and seconds of decoding): what a
+    corpus's manifest reports as its measured cost.
     """
 
     def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
@@ -108,6 +111,8 @@ class ChatLineWriter:
         self.threads = threads
         self.calls = 0
         self.prompts_done = 0
+        self.cost = {"prompt_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0, "decode_s": 0.0,
+                     "load_s": 0.0}
         self._model = None
         self._tokenizer = None
         self._stop_ids: frozenset[int] = frozenset()
@@ -124,6 +129,7 @@ class ChatLineWriter:
     def load(self) -> None:
         if self._model is not None:
             return
+        started = time.perf_counter()
         try:
             import torch
             from transformers import AutoModelForCausalLM, AutoTokenizer
@@ -149,6 +155,7 @@ class ChatLineWriter:
         stops = {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")}
         stops.update(i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i]))
         self._stop_ids = frozenset(i for i in stops if isinstance(i, int) and i >= 0)
+        self.cost["load_s"] += time.perf_counter() - started
 
     def render(self, messages: Sequence[dict]) -> str:
         """The prompt text the model reads (the chat template, ending where the reply starts)."""
@@ -179,10 +186,14 @@ class ChatLineWriter:
         rows = len(texts)
         tokens: list[list[int]] = [[] for _ in range(rows)]
         done = [False] * rows
+        started = time.perf_counter()
         with torch.inference_mode():
             output = model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions,
                            use_cache=True, logits_to_keep=1)
             self.calls += 1
+            self.cost["prompt_tokens"] += int(mask.sum())
+            self.cost["prefill_s"] += time.perf_counter() - started
+            started = time.perf_counter()
             for _ in range(sampling.max_new_tokens):
                 picked = self._pick(self._penalise(output.logits[:, -1].float(), tokens), generators)
                 for row in range(rows):
@@ -203,6 +214,9 @@ class ChatLineWriter:
                 output = model(input_ids=picked[:, None], attention_mask=mask, position_ids=positions,
                                cache=output.cache, use_cache=True, logits_to_keep=1)
                 self.calls += 1
+                self.cost["decode_steps"] += 1
+        self.cost["decode_s"] += time.perf_counter() - started
+        self.cost["new_tokens"] += sum(len(row) for row in tokens)
         self.prompts_done += rows
         return [tokenizer.decode(row, skip_special_tokens=True) for row in tokens]
 

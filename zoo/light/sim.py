@@ -616,6 +616,8 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}
+    if hasattr(writer, "cost"):
+        speech["cost"] = {k: round(v, 2) if isinstance(v, float) else v for k, v in writer.cost.items()}
     return splits, {"generate_seconds": round(time.perf_counter() - start, 2), "speech": speech}
 
 
