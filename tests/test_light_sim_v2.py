@@ -83,7 +83,7 @@ class ScriptedWriter:
     def __init__(self, replies=()):
         self.replies, self.asked = list(replies), 0
 
-    def complete(self, prompts, seeds):
+    def complete(self, prompts, seeds, avoid=None):
         self.asked += len(prompts)
         return [self.replies.pop(0) if self.replies else "" for _ in prompts]
 
@@ -174,7 +174,7 @@ def test_clean_line_post_processing():
     assert clean_line("As an AI language model I cannot.", names=names) is None
     assert clean_line("Good evening, friend.", said=["good evening friend!"], names=names) is None  # a repeat
     long = clean_line(" ".join(["word"] * 80))
-    assert long.endswith("...") and len(long.split()) == 45
+    assert long.endswith("...") and len(long.split()) == 32
 
 
 def test_prompt_holds_the_speakers_grounding_only(world):

@@ -79,17 +79,20 @@ class Sampling:
     """How lines are decoded. ``temperature`` 0 is greedy; ``repetition_penalty`` divides the
     (positive) logit of every token the line already holds, as in CTRL: a 135M model left alone
     loops ("I am you, I am you"); ``max_sentences`` stops a row once it has written that many
-    sentences (the rest would be cut by post-processing anyway)."""
+    sentences (the rest would be cut by post-processing anyway). ``echo_penalty`` does the same
+    to the first token of each word a prompt asks to avoid (``complete(..., avoid=)``): the
+    words of the dialogue a small model would otherwise just repeat."""
 
     temperature: float = 0.8
     top_p: float = 0.92
     repetition_penalty: float = 1.3
-    max_new_tokens: int = 48
+    echo_penalty: float = 1.5
+    max_new_tokens: int = 40
     max_sentences: int = 2
 
     def as_key(self) -> str:
-        return (f"t={self.temperature},p={self.top_p},r={self.repetition_penalty},n={self.max_new_tokens},"
-                f"s={self.max_sentences}")
+        return (f"t={self.temperature},p={self.top_p},r={self.repetition_penalty},e={self.echo_penalty},"
+                f"n={self.max_new_tokens},s={self.max_sentences}")
 
 
 class ChatLineWriter:
@@ -163,18 +166,33 @@ class ChatLineWriter:
         return self._tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
 
     # ------------------------------------------------------------------ decoding
-    def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int]) -> list[str]:
-        if len(prompts) != len(seeds):
-            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds")
+    def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
+                 avoid: Sequence[Sequence[str]] | None = None) -> list[str]:
+        """One raw completion per prompt; ``avoid[i]``: words prompt ``i``'s line should not repeat."""
+        if len(prompts) != len(seeds) or (avoid is not None and len(avoid) != len(prompts)):
+            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds"
+                             + (f" and {len(avoid)} avoid lists" if avoid is not None else ""))
+        avoid = avoid if avoid is not None else [()] * len(prompts)
         texts = [self.render(p) for p in prompts]
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths batch with less padding
         out: dict[int, str] = {}
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
-            out.update(zip(part, self._complete_batch([texts[i] for i in part], [seeds[i] for i in part])))
+            out.update(zip(part, self._complete_batch([texts[i] for i in part], [seeds[i] for i in part],
+                                                      [self._word_tokens(avoid[i]) for i in part])))
         return [out[i] for i in range(len(texts))]
 
-    def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int]) -> list[str]:
+    def _word_tokens(self, words: Sequence[str]) -> list[int]:
+        """The first token of each word as it may start (after a space or not, capitalised or not)."""
+        ids: set[int] = set()
+        for word in words:
+            for form in (word, " " + word, word.capitalize(), " " + word.capitalize()):
+                encoded = self._tokenizer.encode(form, add_special_tokens=False)
+                if encoded:
+                    ids.add(encoded[0])
+        return sorted(ids)
+
+    def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int], avoid: Sequence[list[int]]) -> list[str]:
         import torch
 
         tokenizer, model, sampling = self._tokenizer, self._model, self.sampling
@@ -195,7 +213,7 @@ class ChatLineWriter:
             self.cost["prefill_s"] += time.perf_counter() - started
             started = time.perf_counter()
             for _ in range(sampling.max_new_tokens):
-                picked = self._pick(self._penalise(output.logits[:, -1].float(), tokens), generators)
+                picked = self._pick(self._penalise(output.logits[:, -1].float(), tokens, avoid), generators)
                 for row in range(rows):
                     if done[row]:
                         continue
@@ -226,15 +244,15 @@ class ChatLineWriter:
             return False
         return len(SENTENCE_END.findall(self._tokenizer.decode(row))) >= self.sampling.max_sentences
 
-    def _penalise(self, logits, tokens: list[list[int]]):
-        penalty = self.sampling.repetition_penalty
-        if penalty == 1.0:
-            return logits
-        for row, seen in enumerate(tokens):
-            if seen:
-                index = list(set(seen))
-                values = logits[row, index]
-                logits[row, index] = values.where(values < 0, values / penalty).where(values >= 0, values * penalty)
+    def _penalise(self, logits, tokens: list[list[int]], avoid: Sequence[list[int]]):
+        for penalty, lists in ((self.sampling.repetition_penalty, tokens), (self.sampling.echo_penalty, avoid)):
+            if penalty == 1.0:
+                continue
+            for row, ids in enumerate(lists):
+                if ids:
+                    index = sorted(set(ids))
+                    values = logits[row, index]
+                    logits[row, index] = torch_where_penalty(values, penalty)
         return logits
 
     def _pick(self, logits, generators):
@@ -250,3 +268,8 @@ class ChatLineWriter:
         picks = [order[row, torch.multinomial(ordered[row], 1, generator=generators[row])]
                  for row in range(logits.shape[0])]
         return torch.cat(picks)
+
+
+def torch_where_penalty(values, penalty: float):
+    """CTRL's penalty: positive logits divided by ``penalty``, negative ones multiplied."""
+    return values.where(values < 0, values / penalty).where(values >= 0, values * penalty)

@@ -32,7 +32,7 @@ from typing import Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
-from zoo.light.sim_llm_prompts import build_prompt, character, clean_line, instruction
+from zoo.light.sim_llm_prompts import P_ONE_SENTENCE, build_prompt, character, clean_line, echo_words, instruction
 
 log = logging.getLogger("zoo.progress")
 
@@ -53,7 +53,8 @@ class LineWriter(Protocol):
     @property
     def identity(self) -> str: ...
 
-    def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int]) -> list[str]: ...
+    def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
+                 avoid: Sequence[Sequence[str]] | None = None) -> list[str]: ...
 
 
 @dataclass
@@ -79,6 +80,11 @@ def utterance_seed(seed: int, split: str, episode: int, turn: int, attempt: int)
     """The sampling seed of one line (63 bits, from a hash: no two lines share a stream)."""
     digest = hashlib.sha256(f"{seed}:{split}:{episode}:{turn}:{attempt}".encode()).digest()
     return int.from_bytes(digest[:8], "big") >> 1
+
+
+def sentence_budget(seed: int, split: str, episode: int, turn: int) -> int:
+    """1 or 2: how many sentences line ``turn`` keeps (one with :data:`P_ONE_SENTENCE`), from its seed."""
+    return 1 if utterance_seed(seed, split, episode, turn, -1) % 1000 < P_ONE_SENTENCE * 1000 else 2
 
 
 class _Progress:
@@ -121,7 +127,8 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
     progress = _Progress(split, sum(len(e.turns) for e in episodes))
     for t in range(max((len(e.turns) for e in episodes), default=0)):
         waiting = [i for i, e in enumerate(episodes) if len(e.turns) > t]
-        prompts = {i: build_prompt(episodes[i], t, plans[i][t], lines[i]) for i in waiting}
+        prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i]), echo_words(episodes[i], t, lines[i]))
+                   for i in waiting}
         chosen: dict[int, str] = {}
         for attempt in range(ATTEMPTS):
             todo = [i for i in waiting if i not in chosen]
@@ -133,7 +140,7 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
             for i in todo:
                 names = [a.name for a in episodes[i].agents]
                 asked = instruction(plans[i][t], character(episodes[i].partner(t).name))
-                line = clean_line(raw[i], lines[i], names, asked)
+                line = clean_line(raw[i], lines[i], names, asked, sentence_budget(seed, split, i, t))
                 if line:
                     chosen[i] = line
         for i in waiting:
@@ -150,12 +157,12 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
             for e, said in zip(episodes, lines)]
 
 
-def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[int, list[dict]], writer: LineWriter,
+def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[int, tuple], writer: LineWriter,
               cache: LineCache, seed: int, counts: dict[str, int], progress: _Progress) -> dict[int, str]:
     """Raw completions for ``todo``: from the cache, else from the model in flushed chunks."""
     raw: dict[int, str] = {}
     keys = {i: line_key(writer.identity, json.dumps(prompts[i], sort_keys=True),
-                        utterance_seed(seed, split, i, t, attempt)) for i in todo}
+                        utterance_seed(seed, split, i, t, attempt)) for i in todo}  # messages and avoid list
     missing = []
     for i in todo:
         hit = cache.get(keys[i])
@@ -168,7 +175,7 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
     for start in range(0, len(missing), chunk):
         part = missing[start:start + chunk]
         seeds = [utterance_seed(seed, split, i, t, attempt) for i in part]
-        texts = writer.complete([prompts[i] for i in part], seeds)
+        texts = writer.complete([prompts[i][0] for i in part], seeds, [prompts[i][1] for i in part])
         cache.put([(keys[i], text) for i, text in zip(part, texts)])
         raw.update(zip(part, texts))
         counts["generated"] += len(part)
