@@ -26,7 +26,7 @@ from zoo.light.sim import (
     load_manifest,
     load_sim_corpus,
 )
-from zoo.light.sim_llm_prompts import INSTRUCTIONS, build_prompt, character, clean_line
+from zoo.light.sim_llm_prompts import INSTRUCTIONS, build_prompt, character, clean_line, echo_words
 from zoo.light.sim_llm_speech import SpeechReport, utterance_seed, write_split_speech
 from zoo.light.sim_speech import sentences
 
@@ -246,3 +246,35 @@ def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, m
     assert directory.name != MICRO.fingerprint(authored_world())
     assert LightDataModule(source="sim", sim_dir=directory).label == LABEL_V2
     assert LightDataModule(source="sim", sim=config).label == LABEL_V2
+
+
+def test_echo_penalty_lowers_the_first_token_of_each_avoided_word(tiny_model):
+    import torch
+
+    writer = writer_for(tiny_model, echo_penalty=1.5, repetition_penalty=1.2)
+    writer.load()
+    ids = writer._word_tokens(["castle"])
+    pieces = [writer._tokenizer.decode([i]).strip().lower() for i in ids]
+    assert ids and all(piece and "castle".startswith(piece) for piece in pieces)
+    logits = torch.full((2, len(writer._tokenizer)), 2.0)
+    logits[1, ids] = -2.0
+    out = writer._penalise(logits.clone(), [[], [ids[0]]], [ids, ids])
+    assert torch.allclose(out[0, ids], torch.tensor(2.0 / 1.5))  # positive logits divided
+    assert torch.allclose(out[1, ids[0]], torch.tensor(-2.0 * 1.5 * 1.2))  # negative ones multiplied, both penalties
+    others = [i for i in range(out.shape[1]) if i not in ids]
+    assert torch.equal(out[:, others], logits[:, others])
+    prompt = [[{"role": "user", "content": "Hello there, friend."}]]
+    assert writer.complete(prompt, [5], avoid=[[]]) == writer.complete(prompt, [5])  # nothing to avoid
+    with pytest.raises(ValueError, match="avoid lists"):
+        writer.complete(prompt, [0], avoid=[[], []])
+
+
+def test_echo_words_spare_the_speakers_grounding(world):
+    plans: dict = {}
+    episode = generate_corpus(MICRO, world, plans=plans)["train"][0]
+    persona_word = next(w for w in sentences(episode.agents[1].persona)[0].lower().split() if len(w) >= 5
+                        and w.isalpha())
+    lines = [f"The dragon sleeps beneath the {persona_word} mountains."]
+    words = echo_words(episode, 1, lines)
+    assert "dragon" in words and "sleeps" in words and persona_word not in words
+    assert echo_words(episode, 0, []) == []

@@ -183,13 +183,16 @@ class ChatLineWriter:
         return [out[i] for i in range(len(texts))]
 
     def _word_tokens(self, words: Sequence[str]) -> list[int]:
-        """The first token of each word as it may start (after a space or not, capitalised or not)."""
+        """The first token of each word as it may start (after a space or not, capitalised or
+        not), skipping a leading token that is only a space: penalising that one would
+        penalise every word."""
         ids: set[int] = set()
         for word in words:
             for form in (word, " " + word, word.capitalize(), " " + word.capitalize()):
                 encoded = self._tokenizer.encode(form, add_special_tokens=False)
-                if encoded:
-                    ids.add(encoded[0])
+                first = next((i for i in encoded if self._tokenizer.decode([i]).strip()), None)
+                if first is not None:
+                    ids.add(first)
         return sorted(ids)
 
     def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int], avoid: Sequence[list[int]]) -> list[str]:
