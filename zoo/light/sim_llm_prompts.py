@@ -86,6 +86,10 @@ GENERIC_ROLES = ("me", "you", "assistant", "character", "answer", "reply", "resp
 STAGE_DIRECTION = re.compile(r"\*[^*]*\*|\([^)]*\)|\[[^\]]*\]")
 SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"')\]]*|$)")
 WORD = re.compile(r"[A-Za-z']+")
+PROMPT_FRAME = re.compile(r"^(?:you are (?:in|talking with)\b|what do you, |one or two (?:short )?sentences|"
+                          r"answer with only|the conversation so far|you speak first|things here:|you carry:)",
+                          re.IGNORECASE)
+"""Sentences that repeat the prompt's own frames ("One or two sentences.", "You are in the Pond.")."""
 NOT_SPEECH = re.compile(r"\b(as an ai|language model|assistant|the user|in character|narration|roleplay)\b",
                         re.IGNORECASE)
 
@@ -175,7 +179,8 @@ def clean_line(text: str, said: Sequence[str] = (), names: Sequence[str] = (), a
                max_sentences: int = MAX_SENTENCES) -> str | None:
     """The utterance in a raw completion, or ``None`` when there is none worth keeping.
     ``said``: the chat's lines so far (a repeat is rejected); ``names``: the two characters;
-    ``asked``: the instruction, whose sentences the model sometimes repeats before speaking."""
+    ``asked``: the prompt's text, whose sentences the model sometimes repeats before speaking
+    (those, and sentences opening with one of the prompt's frames, are dropped)."""
     text = text.strip().split("\n", 1)[0]
     prefix = role_prefix(names)
     for _ in range(2):
@@ -185,7 +190,8 @@ def clean_line(text: str, said: Sequence[str] = (), names: Sequence[str] = (), a
     if not text or NOT_SPEECH.search(text):
         return None
     echoed = {_normal(s) for s in SENTENCE.findall(asked)}
-    sentences = [s.strip() for s in SENTENCE.findall(text) if s.strip() and _normal(s) not in echoed]
+    sentences = [s.strip() for s in SENTENCE.findall(text)
+                 if s.strip() and _normal(s) not in echoed and not PROMPT_FRAME.match(s.strip())]
     text = " ".join(sentences[:max_sentences])
     words = text.split()
     if len(words) > MAX_WORDS:

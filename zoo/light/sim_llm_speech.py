@@ -32,7 +32,7 @@ from typing import Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
-from zoo.light.sim_llm_prompts import P_ONE_SENTENCE, build_prompt, character, clean_line, echo_words, instruction
+from zoo.light.sim_llm_prompts import P_ONE_SENTENCE, build_prompt, clean_line, echo_words
 
 log = logging.getLogger("zoo.progress")
 
@@ -139,7 +139,7 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
             raw = _complete(split, t, attempt, todo, prompts, writer, cache, seed, counts, progress)
             for i in todo:
                 names = [a.name for a in episodes[i].agents]
-                asked = instruction(plans[i][t], character(episodes[i].partner(t).name))
+                asked = "\n".join(message["content"] for message in prompts[i][0])
                 line = clean_line(raw[i], lines[i], names, asked, sentence_budget(seed, split, i, t))
                 if line:
                     chosen[i] = line
