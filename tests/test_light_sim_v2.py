@@ -6,16 +6,20 @@ sampling, cache, post-processing, fallbacks, labels)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import replace
 
 import pytest
 
 from zoo.cli import main
+from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
 from zoo.light.line_cache import LineCache, line_key
-from zoo.light.llm_writer import ChatLineWriter, LanguageModelMissing, Sampling, resolve_model_path
-from zoo.light.datamodule import LightDataModule
+from zoo.light.llm_writer import (
+    ChatLineWriter,
+    LanguageModelMissing,
+    Sampling,
+    resolve_model_path,
+)
 from zoo.light.sim import (
     LABEL,
     LABEL_V2,
@@ -26,7 +30,13 @@ from zoo.light.sim import (
     load_manifest,
     load_sim_corpus,
 )
-from zoo.light.sim_llm_prompts import INSTRUCTIONS, build_prompt, character, clean_line, echo_words
+from zoo.light.sim_llm_prompts import (
+    INSTRUCTIONS,
+    build_prompt,
+    character,
+    clean_line,
+    echo_words,
+)
 from zoo.light.sim_llm_speech import SpeechReport, utterance_seed, write_split_speech
 from zoo.light.sim_speech import sentences
 

@@ -32,7 +32,12 @@ from typing import Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
-from zoo.light.sim_llm_prompts import P_ONE_SENTENCE, build_prompt, clean_line, echo_words
+from zoo.light.sim_llm_prompts import (
+    P_ONE_SENTENCE,
+    build_prompt,
+    clean_line,
+    echo_words,
+)
 
 log = logging.getLogger("zoo.progress")
 
