@@ -107,9 +107,10 @@ class _Progress:
         if not force and now - self.last < self.every_s:
             return
         self.last = now
-        rate = self.generated / max(now - self.start, 1e-9)
-        left = self.total - self.done
-        eta = f", about {_duration(left / rate)} left" if rate > 0 and left > 0 else ""
+        elapsed = max(now - self.start, 1e-9)
+        rate, left = self.generated / elapsed, self.total - self.done
+        # Time left from the split's progress so far (cache hits included), not from the model's speed.
+        eta = f", about {_duration(left * elapsed / self.done)} left" if self.done and left > 0 else ""
         log.info("%s speech, %s: %d/%d lines (%d written by the model, %.2f lines/s%s)", LABEL, self.split,
                  self.done, self.total, self.generated, rate, eta)
 
