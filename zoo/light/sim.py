@@ -266,12 +266,13 @@ class _Chat:
         if kind == "setting_span":
             d = self.room_sentence()
             r = say.place_name(self.scene.room.name)
-            return d and self.did(note, "setting", d, say.fill(rng, say.SETTING_SPANS, x=say.lower_first(say.span(d, rng)),
-                                                               r=r, p=partner))
+            x = d and say.lower_first(say.span(d, rng))
+            return d and self.did(note, "setting", d, say.fill(rng, say.SETTING_SPANS, x=x, r=r, p=partner))
         if kind == "setting":
             d = self.room_sentence()
             r = say.place_name(self.scene.room.name)
-            return d and self.did(note, "setting", d, say.fill(rng, say.SETTING, d=d, dl=say.lower_first(d), r=r, p=partner))
+            return d and self.did(note, "setting", d,
+                                  say.fill(rng, say.SETTING, d=d, dl=say.lower_first(d), r=r, p=partner))
         if kind == "object":
             names = self.visible_objects()
             if not names:
@@ -330,8 +331,8 @@ class _Chat:
             key = verb
         note.request = ("act", text)
         description = self.object_sentence(target) if target in self.scene.descriptions else ""
-        return self.did(note, "request", text, say.fill(rng, say.REQUESTS[key], o=target, c=say.address(other), p=partner,
-                                                        d=description).strip())
+        line = say.fill(rng, say.REQUESTS[key], o=target, c=say.address(other), p=partner, d=description).strip()
+        return self.did(note, "request", text, line)
 
     def answer(self, me: int, question: str, partner: str, note: _TurnNote) -> str | None:
         rng = self.rng
@@ -343,8 +344,8 @@ class _Chat:
             return self.did(note, "answer_carry", o,
                             say.fill(rng, say.ANSWERS["carry"], o=o, d=self.object_sentence(o), p=partner))
         s = self.persona_sentence(me)
-        return s and self.did(note, f"answer_{question}", s, say.fill(rng, say.ANSWERS[question], s=s,
-                                                                      sl=say.lower_first(s), n=self.calls[me], p=partner))
+        return s and self.did(note, f"answer_{question}", s, say.fill(
+            rng, say.ANSWERS[question], s=s, sl=say.lower_first(s), n=self.calls[me], p=partner))
 
     def announce(self, command: actions.Command, text: str, partner: str) -> str:
         graph = self.scene.graph
@@ -423,7 +424,8 @@ class _Chat:
                         action = back
                     elif roll < 0.7:
                         emote = rng.choice(say.REACTION_EMOTES["steal"])
-                    parts.append(self.did(note, "react_steal", obj, say.fill(rng, say.REACT["steal"], o=obj, p=partner)))
+                    parts.append(self.did(note, "react_steal", obj,
+                                          say.fill(rng, say.REACT["steal"], o=obj, p=partner)))
                 else:
                     if rng.random() < 0.5:
                         emote = rng.choice(say.REACTION_EMOTES[verb])
