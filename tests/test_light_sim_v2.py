@@ -290,3 +290,24 @@ def test_echo_words_spare_the_speakers_grounding(world):
     words = echo_words(episode, 1, lines)
     assert "dragon" in words and "sleeps" in words and persona_word not in words
     assert echo_words(episode, 0, []) == []
+
+
+def test_overlap_stats_count_copying_echo_and_names():
+    from zoo.light.records import Agent, Episode, ObjectDescription, Setting, Turn
+    from zoo.light.speech_overlap import overlap_stats
+
+    episode = Episode(
+        setting=Setting("Tavern", "Inside", "A smoky tavern with wooden tables."),
+        agents=(Agent("a knight", "I guard the castle gates."), Agent("bard", "I sing ballads.")),
+        turns=(Turn("Welcome to this smoky tavern, bard!"), Turn("Sing with me about dragons tonight."),
+               Turn("Dragons scare me, knight.")),
+        objects=(ObjectDescription("a lantern", "A brass lantern."),),
+    )
+    stats = overlap_stats([episode])
+    # Words of 4+ letters found in the speaker's context: smoky, tavern of 5; sing (the bard's
+    # persona), with (the description) of 5; none of dragons, scare, knight.
+    assert stats["context_copy"] == round(4 / 13, 3)
+    # Content words (no function words) said in the lines before: only the second "dragons",
+    # of welcome, smoky, tavern, bard + sing, dragons, tonight + dragons, scare, knight.
+    assert stats["dialogue_echo"] == round(1 / 10, 3)
+    assert stats["naming"] == round(2 / 3, 3)

@@ -130,6 +130,7 @@ def add_stats_command(commands) -> None:
 
 
 def run_stats(args) -> int:
+    from zoo.light.speech_overlap import overlap_stats
     from zoo.light.stats import corpus_stats, format_comparison, format_table
 
     try:
@@ -144,14 +145,20 @@ def run_stats(args) -> int:
                                      sim_dir=args.sim_dir, download=args.download)
             splits, label = module.episodes(), module.label
         stats = corpus_stats(splits)
+        overlap = {split: overlap_stats(episodes) for split, episodes in splits.items()}
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError) as error:
         return _fail("light stats", error)
     print(format_table(stats, label))
     if all(split in stats for split in SPLITS):
         print()
         print(format_comparison(stats, label))
+    print()
+    print("| copying (zoo.light.speech_overlap) | " + " | ".join(overlap) + " |")
+    print("|---|" + "---:|" * len(overlap))
+    for name in ("context_copy", "dialogue_echo", "naming"):
+        print(f"| {name} | " + " | ".join(f"{overlap[s][name]:.3f}" for s in overlap) + " |")
     if args.json:
-        print(json.dumps({"data": label, "splits": {k: v.as_dict() for k, v in stats.items()}}))
+        print(json.dumps({"data": label, "splits": {k: {**v.as_dict(), **overlap[k]} for k, v in stats.items()}}))
     return 0
 
 
