@@ -239,11 +239,14 @@ def test_missing_model_is_a_clear_error(tmp_path, monkeypatch, capsys):
         SimConfig(speech="people")
 
 
-def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, monkeypatch):
+def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
     out, lines = tmp_path / "v2", tmp_path / "lines.jsonl"
     assert main(["light", "sim", "--out", str(out), "--preset", "tiny", "--world", "authored", "--speech", "llm",
                  "--speech-model", str(tiny_model), "--line-cache", str(lines), "--speech-batch-size", "4"]) == 0
+    printed = capsys.readouterr()
+    assert "LIGHT-sim v2 speech: " in printed.err and "template fallbacks" in printed.err  # progress lines
+    assert printed.out.startswith(f"{LABEL_V2} corpus") and "written by the model" in printed.out
     manifest = load_manifest(out)
     assert manifest["label"] == LABEL_V2 and manifest["speech"]["source"] == "llm"
     assert manifest["speech"]["lines"] == sum(len(e.turns) for e in load_sim_corpus(out)["train"]) + \

@@ -7,7 +7,9 @@ Heavy imports (torch, models) happen inside the handlers: ``zoo --help`` stays f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import pickle
 import sys
 import time
@@ -100,7 +102,8 @@ def run_sim(args) -> int:
 
             writer = ChatLineWriter(config.speech_model or None, batch_size=args.speech_batch_size,
                                     threads=args.threads)
-        splits, extra = build_corpus(config, world, args.line_cache, writer)
+        with _progress_lines():
+            splits, extra = build_corpus(config, world, args.line_cache, writer)
         seconds = time.perf_counter() - start
         directory = write_corpus(splits, args.out, config, world, extra)
     except (LightDataError, OSError, ValueError, LanguageModelMissing) as error:
@@ -115,6 +118,23 @@ def run_sim(args) -> int:
     if args.json:
         print(json.dumps(manifest))
     return 0
+
+
+@contextlib.contextmanager
+def _progress_lines():
+    """``zoo.progress`` lines on stderr for the command's duration (an LLM corpus takes hours,
+    and the CLI configures no logging of its own)."""
+    progress = logging.getLogger("zoo.progress")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    level = progress.level
+    progress.addHandler(handler)
+    progress.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        progress.removeHandler(handler)
+        progress.setLevel(level)
 
 
 # ------------------------------------------------------------------------------------ stats
