@@ -109,6 +109,8 @@ class ChatLineWriter:
 
     def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
                  batch_size: int = 16, threads: int | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         self.path = resolve_model_path(model)
         self.sampling = sampling
         self.batch_size = batch_size
