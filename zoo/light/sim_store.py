@@ -1,0 +1,121 @@
+"""LIGHT-sim corpora on disk: written atomically in the release layout (or one pickle per split)
+with a manifest, read back, and built once into the cache even when several processes ask.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from dataclasses import asdict
+from pathlib import Path
+
+from zoo.light.environment import load_world
+from zoo.light.records import Episode
+from zoo.light.release import SPLITS, load_episodes, split_positions
+from zoo.light.safe_pickle import dump_pickle
+from zoo.light.sim_config import SIM_VERSION, SimConfig
+from zoo.light.sim_corpus import build_corpus, default_line_cache, llm_writer
+from zoo.light.world import World
+from zoo.paths import cache_dir
+
+log = logging.getLogger(__name__)
+
+MANIFEST = "sim_manifest.json"
+
+
+def release_order(splits: dict[str, list[Episode]]) -> list[Episode]:
+    """train/valid/test laid out as one ``light_data.pkl`` from which ParlAI's rule recovers them."""
+    test_positions, valid_positions = split_positions()
+    total = len(splits["train"]) + len(valid_positions) + len(test_positions)
+    slots: list[Episode | None] = [None] * total
+    # Sorted positions: the split rule keeps file order, so each split reads back in the order
+    # it was generated.
+    for position, episode in zip(sorted(test_positions), splits["test"]):
+        slots[position] = episode
+    for position, episode in zip(sorted(valid_positions), splits["valid"]):
+        slots[position] = episode
+    train = iter(splits["train"])
+    return [slot if slot is not None else next(train) for slot in slots]
+
+
+def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike, config: SimConfig,
+                 world: World, extra: dict | None = None) -> Path:
+    """Write a corpus (release layout when the sizes allow, else one pickle per split) and its
+    manifest, into a temporary sibling first so a crash never leaves half a corpus."""
+    from zoo.files import replace_directory
+
+    directory = Path(directory)
+    with replace_directory(directory) as staging:
+        if config.release_layout:
+            dump_pickle([e.to_raw() for e in release_order(splits)], staging / "light_data.pkl")
+            dump_pickle([e.to_raw() for e in splits["test_unseen"]], staging / "light_unseen_data.pkl")
+        else:
+            for split, episodes in splits.items():
+                dump_pickle([e.to_raw() for e in episodes], staging / f"light_sim_{split}.pkl")
+        manifest = {
+            "label": config.label,
+            "note": f"{config.label} is a generated stand-in for the LIGHT dialogues, not LIGHT itself."
+                    + (" Its speech is written by a small language model (zoo.light.sim_llm_speech)."
+                       if config.speech == "llm" else ""),
+            "version": SIM_VERSION,
+            "config": asdict(config),
+            "world": world.summary(),
+            "layout": "release" if config.release_layout else "splits",
+            "dialogues": {split: len(episodes) for split, episodes in splits.items()},
+            **(extra or {}),
+        }
+        (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    return directory
+
+
+def load_sim_corpus(directory: str | os.PathLike) -> dict[str, list[Episode]]:
+    """The four splits of a LIGHT-sim corpus directory (either layout)."""
+    directory = Path(directory)
+    if (directory / "light_data.pkl").is_file():
+        from zoo.light.release import load_release
+
+        return load_release(directory, verify=False)
+    files = {split: directory / f"light_sim_{split}.pkl" for split in SPLITS}
+    missing = [str(path) for path in files.values() if not path.is_file()]
+    if missing:
+        raise FileNotFoundError(f"{directory} is not a LIGHT-sim corpus: missing {', '.join(missing)}")
+    return {split: load_episodes(path, verify=False) for split, path in files.items()}
+
+
+def sim_corpus_dir(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
+                   world: World | None = None, root: str | os.PathLike | None = None,
+                   speech_identity: str = "") -> tuple[Path, World]:
+    """Where the corpus of ``config`` lives in the cache (``$ZOO_CACHE/light/sim/<fingerprint>``)."""
+    world = world or load_world(data_dir, config.world)
+    base = Path(root) if root is not None else cache_dir() / "light" / "sim"
+    return base / config.fingerprint(world, speech_identity), world
+
+
+def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
+                      root: str | os.PathLike | None = None) -> Path:
+    """The cached corpus of ``config``, generated (and timed, in its manifest) if absent.
+
+    Generation happens under a file lock beside the corpus, so concurrent processes on one
+    machine (the ranks of a DDP run with a cold cache) build it once: the others wait and
+    then read the finished corpus."""
+    from filelock import FileLock
+
+    writer = llm_writer(config) if config.speech == "llm" else None
+    directory, world = sim_corpus_dir(config, data_dir, root=root, speech_identity=writer.identity if writer else "")
+    if (directory / MANIFEST).is_file():
+        return directory
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    with FileLock(str(directory.parent / f".{directory.name}.lock")):
+        if (directory / MANIFEST).is_file():  # another process built it while we waited
+            return directory
+        log.warning("generating %s (%s world, %s dialogues) into %s", config.label, world.source,
+                    sum(config.sizes().values()), directory)
+        line_cache = default_line_cache(writer.identity, root) if writer else None
+        splits, extra = build_corpus(config, world, line_cache, writer)
+        return write_corpus(splits, directory, config, world, extra)
+
+
+def load_manifest(directory: str | os.PathLike) -> dict:
+    path = Path(directory) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else {}
