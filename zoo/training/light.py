@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import logging
-import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -21,6 +20,7 @@ from typing import Any
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
     checkpointing,
     fit_resuming,
@@ -96,17 +96,16 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
     datamodule.prepare_data()
     model.setup_from_data(datamodule.dataset("train"))
 
-    callbacks = [*extra_callbacks, *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=MONITOR,
+    clock = TrainClock()  # summed over every leg of a resumed run, restored from its checkpoint
+    callbacks = [*extra_callbacks, clock, *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=MONITOR,
                                                   mode="max")]
     trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
-    start = time.perf_counter()
     fit_resuming(trainer, model, datamodule, run_dir)
-    train_seconds = time.perf_counter() - start
     best = load_best(trainer, model, callbacks, run_dir)
 
     results: dict[str, Any] = {
         "model": config.model.name, "task": config.data.task, "features": config.data.features,
-        "data": datamodule.label, "best_checkpoint": best, "train_seconds": round(train_seconds, 1),
+        "data": datamodule.label, "best_checkpoint": best, "train_seconds": round(clock.seconds, 1),
         "train_examples": len(datamodule.dataset("train")), "epochs": trainer.current_epoch,
         "global_step": trainer.global_step, "batch_size": config.data.batch_size, "world_size": trainer.world_size,
         "accelerator": type(trainer.accelerator).__name__, "precision": str(trainer.precision),
