@@ -6,9 +6,11 @@ sampling, cache, post-processing, fallbacks, labels)."""
 
 from __future__ import annotations
 
-from dataclasses import replace
+import json
+from dataclasses import asdict, replace
 
 import pytest
+import torch
 
 from zoo.cli import main
 from zoo.light.datamodule import LightDataModule
@@ -146,6 +148,36 @@ def test_batching_and_seeds(tiny_model):
     assert writer.complete(prompts, [21, 22, 23]) != one_by_one  # seeds matter when sampling
     greedy = writer_for(tiny_model, temperature=0.0)
     assert greedy.complete(prompts[:1], [1]) == greedy.complete(prompts[:1], [2])  # greedy ignores them
+
+
+def test_bfloat16_is_its_own_corpus_and_float32_keeps_its_keys(tiny_model, world):
+    float32, bf16 = writer_for(tiny_model), ChatLineWriter(tiny_model, Sampling(max_new_tokens=12), batch_size=3,
+                                                          dtype="bfloat16")
+    assert bf16.identity == float32.identity + ":bfloat16" and ":" not in float32.identity.split(":", 1)[0]
+    prompts, seeds = [[{"role": "user", "content": "Hello there."}]] * 2, [5, 6]
+    assert len(bf16.complete(prompts, seeds)) == 2 and next(bf16._model.parameters()).dtype is torch.bfloat16
+    config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
+    assert replace(config, speech_dtype="bfloat16").fingerprint(world, bf16.identity) != \
+        config.fingerprint(world, float32.identity)
+    # A float32 config fingerprints as it did before precision was a field.
+    assert config.fingerprint(world, "x") == fingerprint_without_dtype(config, world, "x")
+    with pytest.raises(ValueError, match="speech_dtype"):
+        replace(MICRO, speech_dtype="bfloat16")
+    with pytest.raises(ValueError, match="dtype"):
+        ChatLineWriter(tiny_model, dtype="float16")
+
+
+def fingerprint_without_dtype(config, world, identity: str) -> str:
+    """SimConfig.fingerprint as written before ``speech_dtype`` existed."""
+    import hashlib
+
+    from zoo.light.sim_config import SIM_VERSION
+    from zoo.light.sim_llm_speech import SPEECH_VERSION
+
+    fields = {k: v for k, v in asdict(config).items() if k != "speech_dtype"}
+    payload = {"world": world.summary(), "version": SIM_VERSION,
+               "speech": {"identity": identity, "version": SPEECH_VERSION}, "config": fields}
+    return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
 
 
 def test_retries_and_template_fallbacks_are_counted(world, tmp_path):

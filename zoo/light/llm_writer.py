@@ -75,6 +75,11 @@ def model_hash(path: str | os.PathLike) -> str:
     return digest.hexdigest()
 
 
+DTYPES = ("float32", "bfloat16")
+"""Precisions the model runs in. bfloat16 is several times faster on CPUs with AMX or
+AVX512-BF16 (and on GPUs), and writes different lines than float32 from the same seeds."""
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How lines are decoded. ``temperature`` 0 is greedy; ``repetition_penalty`` divides the
@@ -108,9 +113,12 @@ class ChatLineWriter:
     """
 
     def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
-                 batch_size: int = 16, threads: int | None = None):
+                 batch_size: int = 16, threads: int | None = None, dtype: str = "float32"):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
+        if dtype not in DTYPES:
+            raise ValueError(f"unknown speech model dtype {dtype!r}; choose one of {DTYPES}")
+        self.dtype = dtype
         self.path = resolve_model_path(model)
         self.sampling = sampling
         self.batch_size = batch_size
@@ -126,10 +134,12 @@ class ChatLineWriter:
 
     @property
     def identity(self) -> str:
-        """What a cached line depends on besides its prompt: the weights and the decoding."""
+        """What a cached line depends on besides its prompt: the weights, the decoding and the
+        precision (float32 lines keep the keys they had before precision was a choice)."""
         if self._hash is None:
             self._hash = model_hash(self.path)
-        return f"{self._hash}:{self.sampling.as_key()}"
+        precision = "" if self.dtype == "float32" else f":{self.dtype}"
+        return f"{self._hash}:{self.sampling.as_key()}{precision}"
 
     # ------------------------------------------------------------------ loading
     def load(self) -> None:
@@ -148,7 +158,7 @@ class ChatLineWriter:
             raise LanguageModelMissing(f"reading {self.path.name} needs the gguf package; {INSTALL_HINT}")
         try:
             tokenizer = AutoTokenizer.from_pretrained(directory, **extra)
-            model = AutoModelForCausalLM.from_pretrained(directory, dtype=torch.float32, **extra)
+            model = AutoModelForCausalLM.from_pretrained(directory, dtype=getattr(torch, self.dtype), **extra)
         except (OSError, ValueError) as error:
             if "accelerate" in str(error):
                 raise LanguageModelMissing(f"reading {self.path.name} needs accelerate; {INSTALL_HINT}") from error

@@ -52,12 +52,13 @@ class SimConfig:
     world: str = "auto"
     speech: str = "templates"
     speech_model: str = ""
+    speech_dtype: str = "float32"
 
     def __post_init__(self) -> None:
         if self.speech not in SPEECH_SOURCES:
             raise ValueError(f"unknown LIGHT-sim speech source {self.speech!r}; choose one of {SPEECH_SOURCES}")
-        if self.speech_model and self.speech != "llm":
-            raise ValueError("speech_model is only used with speech='llm'")
+        if (self.speech_model or self.speech_dtype != "float32") and self.speech != "llm":
+            raise ValueError("speech_model and speech_dtype are only used with speech='llm'")
 
     @property
     def label(self) -> str:
@@ -90,6 +91,8 @@ class SimConfig:
         adds the speech model's identity (weights hash and decoding, ``speech_identity``)."""
         config = asdict(self)
         payload: dict[str, Any] = {"world": world.summary(), "version": SIM_VERSION}
+        if config["speech_dtype"] == "float32":  # corpora from before precision was a choice keep their key
+            del config["speech_dtype"]
         if self.speech == "templates":
             del config["speech"], config["speech_model"]
         else:

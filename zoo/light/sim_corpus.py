@@ -100,6 +100,7 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     cache = LineCache(line_cache or default_line_cache(writer.identity))
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
+              "dtype": getattr(writer, "dtype", "float32"),
               "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}
     if hasattr(writer, "cost"):
         speech["cost"] = {k: round(v, 2) if isinstance(v, float) else v for k, v in writer.cost.items()}
@@ -110,7 +111,7 @@ def llm_writer(config: SimConfig, batch_size: int = 16):
     """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache)."""
     from zoo.light.llm_writer import ChatLineWriter
 
-    return ChatLineWriter(config.speech_model or None, batch_size=batch_size)
+    return ChatLineWriter(config.speech_model or None, batch_size=batch_size, dtype=config.speech_dtype)
 
 
 def default_line_cache(identity: str, root: str | os.PathLike | None = None) -> Path:

@@ -1,0 +1,80 @@
+"""What a LIGHT-sim v2 line costs on this machine, by precision and batch size (issue 16).
+
+    python benchmarks/light_sim_llm.py --json [--chats 6] [--threads 1] [--variants float32:16,bfloat16:16,bfloat16:64]
+
+Each variant writes the speech of the same few chats (the first ``--chats`` of the tiny preset's
+test split in the real world, so the prompts are the corpus's own) from an empty line cache,
+in one process one after another, and reports the writer's counters: prompt tokens and
+prefill seconds, decoding steps and seconds, seconds per line, and how many lines came out
+the same as the first variant's. The last line is one JSON object.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import statistics
+import tempfile
+import time
+from pathlib import Path
+
+from zoo.light.environment import load_world
+from zoo.light.llm_writer import ChatLineWriter
+from zoo.light.sim import SimConfig, build_corpus
+
+
+def measure(config: SimConfig, world, dtype: str, batch_size: int, threads: int) -> dict:
+    writer = ChatLineWriter(None, batch_size=batch_size, threads=threads, dtype=dtype)
+    writer.load()
+    with tempfile.TemporaryDirectory() as cache:
+        start = time.perf_counter()
+        splits, extra = build_corpus(config, world, Path(cache) / "lines.jsonl", writer)
+        seconds = time.perf_counter() - start
+    cost, speech = writer.cost, extra["speech"]
+    lines = [turn.speech for episodes in splits.values() for episode in episodes for turn in episode.turns]
+    return {
+        "dtype": dtype, "batch_size": batch_size, "lines": len(lines), "completions": writer.prompts_done,
+        "seconds": round(seconds, 2), "seconds_per_line": round(seconds / max(len(lines), 1), 3),
+        "prompt_tokens": cost["prompt_tokens"], "prefill_s": round(cost["prefill_s"], 2),
+        "prefill_tokens_per_s": round(cost["prompt_tokens"] / max(cost["prefill_s"], 1e-9), 1),
+        "decode_steps": cost["decode_steps"], "decode_s": round(cost["decode_s"], 2),
+        "decode_ms_per_step": round(1e3 * cost["decode_s"] / max(cost["decode_steps"], 1), 1),
+        "new_tokens": cost["new_tokens"], "retried": speech["retried"], "fallbacks": speech["fallbacks"],
+        "text": lines,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--chats", type=int, default=6, help="test chats whose speech each variant writes")
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--variants", default="float32:16,bfloat16:16,bfloat16:64",
+                        help="comma-separated dtype:batch_size pairs; the first is the reference")
+    parser.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    args = parser.parse_args()
+
+    config = SimConfig.preset("tiny", train=0, valid=0, test=args.chats, test_unseen=0, speech="llm")
+    world = load_world(None, config.world)
+    results = []
+    for variant in args.variants.split(","):
+        dtype, batch = variant.split(":")
+        result = measure(config, world, dtype, int(batch), args.threads)
+        reference = results[0]["text"] if results else result["text"]
+        result["same_lines_as_reference"] = sum(a == b for a, b in zip(result["text"], reference))
+        results.append(result)
+        print(f"{dtype} batch {batch}: {result['seconds_per_line']} s/line, prefill {result['prefill_tokens_per_s']} "
+              f"tok/s, decode {result['decode_ms_per_step']} ms/step", flush=True)
+    reference = results[0]["seconds_per_line"]
+    for result in results:
+        result["speedup"] = round(reference / result["seconds_per_line"], 2)
+        result["examples"] = result.pop("text")[:3]
+    summary = {"benchmark": "light_sim_llm", "machine": platform.processor() or platform.machine(),
+               "threads": args.threads, "chats": args.chats, "variants": results,
+               "median_seconds_per_line": statistics.median(r["seconds_per_line"] for r in results)}
+    if args.json:
+        print(json.dumps(summary))
+
+
+if __name__ == "__main__":
+    main()
