@@ -189,3 +189,22 @@ def test_zoo_eval_light_prints_json_last(corpus_dir, capsys, tmp_path):
     assert main(["eval", "light", "--model", str(saved), "--task", "emote", *common]) == 0
     assert last_json(capsys)["accuracy"] == trained["accuracy"]
     assert main(["eval", "light", "--model", str(tmp_path / "missing"), *common]) == 2
+
+
+def test_top1_f1_scores_the_retrieved_utterance_like_a_generation():
+    from zoo.light.datamodule import LightDataset
+    from zoo.light.examples import LightExample
+
+    examples = [LightExample("hi", "the old king is here", ("the old king is here", "a dog barks"), True, "speech"),
+                LightExample("hi", "where is the king", ("where is the king", "the king sleeps now"), True, "speech")]
+
+    class SecondCandidate:
+        def score(self, contexts, candidates):
+            return torch.tensor([[0.0, 1.0]] * len(contexts))
+
+    result = evaluate_ranker(SecondCandidate(), LightDataset(examples, ["hi", "hi"]), "dialogue")
+    # "dog barks" shares nothing with "old king is here"; "king sleeps now" vs "where is king": P 1/3, R 1/3.
+    assert result["r_at_1"] == 0.0 and result["top1_f1"] == pytest.approx((0.0 + 1 / 3) / 2, abs=1e-6)
+    perfect = evaluate_ranker(IRRanker().fit(["the old king is here", "where is the king"]),
+                              LightDataset(examples, ["the old king is here", "where is the king"]), "dialogue")
+    assert perfect["top1_f1"] == pytest.approx(perfect["r_at_1"]) == pytest.approx(1.0)

@@ -262,11 +262,12 @@ def run_eval(args) -> int:
     summary = {"model": args.model, "task": args.task, "split": split, "features": args.features,
                "data": label, **result, **{k: v for k, v in cases.items() if k != "data"}, **extra}
     generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
+    retrieved = f", top-1 f1 {result['top1_f1']:.4f}" if "top1_f1" in result else ""
     interval = f" [{result['ci95'][metric][0]:.4f}, {result['ci95'][metric][1]:.4f}]" if "ci95" in result else ""
     where = label if fixture else f"{label} {split}"
     print(f"{where}, {args.task} ({args.features}), {args.model}: {metric} "
           f"{result[metric]:.4f}{interval} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, "
-          f"n {result['n']}{generative}", file=sys.stderr if args.json else sys.stdout)
+          f"n {result['n']}{retrieved}{generative}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
     return 0

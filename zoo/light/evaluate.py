@@ -29,8 +29,9 @@ def metric_name(task: str) -> str:
 def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -> dict[str, torch.Tensor]:
     """Per-example ``hit`` (expected hit@1, ties broken at random in expectation) and ``rr``
     (reciprocal rank of the gold) of ``model.score`` over every example of ``dataset``, in
-    order: the means are R@1 / accuracy and MRR, the values are what an interval resamples."""
-    hits, ranks = [], []
+    order: the means are R@1 / accuracy and MRR, the values are what an interval resamples.
+    ``top`` is the index of the best-scored candidate (the first of tied ones)."""
+    hits, ranks, tops = [], [], []
     if hasattr(model, "eval"):
         model.eval()
     for start in range(0, len(dataset), batch_size):
@@ -39,15 +40,19 @@ def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -
         target = torch.tensor([i.label for i in items], dtype=torch.long, device=scores.device)
         hits.append(expected_hits(scores, target, 1).double().cpu())
         ranks.append(reciprocal_ranks(scores, target).cpu())
+        tops.append(scores.argmax(dim=-1).cpu())
     if not hits:
         raise ValueError("the split has no examples for this task")
-    return {"hit": torch.cat(hits), "rr": torch.cat(ranks)}
+    return {"hit": torch.cat(hits), "rr": torch.cat(ranks), "top": torch.cat(tops)}
 
 
 def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256,
                     bootstrap: Bootstrap | None = None) -> dict[str, Any]:
     """R@1 / accuracy and MRR of ``model.score`` over every example of ``dataset``; with
-    ``bootstrap``, also ``ci95`` (or the level asked): each metric's interval over examples."""
+    ``bootstrap``, also ``ci95`` (or the level asked): each metric's interval over examples.
+    For dialogue, ``top1_f1``: unigram F1 (ParlAI's normalisation) of the top-ranked utterance
+    against the gold, the metric a generative model's output is scored by, so retrieval and
+    generation compare on one scale."""
     outcomes = example_outcomes(model, dataset, batch_size)
     n = len(dataset)
     metric = metric_name(task)
@@ -59,10 +64,16 @@ def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: in
         "chance": round(sum(1.0 / len(e.candidates) for e in dataset.examples) / n, 6),
         "mean_candidates": round(mean_candidates, 3),
     }
+    if metric == "r_at_1":
+        from zoo.light.generation_metrics import unigram_f1
+
+        outcomes["f1"] = torch.tensor([unigram_f1(e.candidates[int(top)], e.label)
+                                       for e, top in zip(dataset.examples, outcomes["top"])], dtype=torch.double)
+        result["top1_f1"] = round(float(outcomes["f1"].mean()), 6)
     if bootstrap is not None:
         key = f"ci{round(bootstrap.level * 100):d}"
         result[key] = {name: [round(bound, 6) for bound in bootstrap.interval(outcomes[column].numpy())]
-                       for name, column in ((metric, "hit"), ("mrr", "rr"))}
+                       for name, column in ((metric, "hit"), ("mrr", "rr"), ("top1_f1", "f1")) if column in outcomes}
         result["bootstrap"] = bootstrap.describe()
     return result
 
