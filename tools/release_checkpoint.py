@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import tempfile
 from pathlib import Path
 
 from zoo.hub import load_manifest, sha256_of
@@ -42,24 +43,42 @@ def main() -> None:
     parser.add_argument("--cost", required=True, help="training compute, e.g. '9 h on 2 CPU cores'")
     parser.add_argument("--metric", type=parse_metric, action="append", default=[])
     parser.add_argument("--license", default="MIT")
+    parser.add_argument("--weights-dtype", choices=("float16", "bfloat16"),
+                        help="store the floating weights in this type (half the download; they load into the "
+                        "model's own precision): the run's model is loaded and saved again; measure the release")
     args = parser.parse_args()
     card = CHECKPOINTS / "cards" / f"{args.name}.md"
     if not card.is_file():
         raise SystemExit(f"write the model card {card} first")
-    config = json.loads((args.directory / "config.json").read_text())
+    with tempfile.TemporaryDirectory() as staging:
+        source_dir = args.directory
+        if args.weights_dtype:
+            import torch
+
+            from zoo.grounded import Grounded
+
+            source_dir = Path(staging) / "converted"
+            Grounded.from_pretrained(args.directory).save_pretrained(source_dir,
+                                                                    weights_dtype=getattr(torch, args.weights_dtype))
+        release(args, source_dir)
+
+
+def release(args: argparse.Namespace, directory: Path) -> None:
+    config = json.loads((directory / "config.json").read_text())
     target = CHECKPOINTS / args.name
     target.mkdir(parents=True, exist_ok=True)
     files = []
     from zoo.files import MARKER_NAME
 
-    for source in sorted(p for p in args.directory.rglob("*") if p.is_file() and p.name != MARKER_NAME):
-        name = source.relative_to(args.directory).as_posix()  # e.g. tokenizer/tokenizer.json
+    for source in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MARKER_NAME):
+        name = source.relative_to(directory).as_posix()  # e.g. tokenizer/tokenizer.json
         (target / name).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(source, target / name)
         files.append({"name": name, "url": f"{args.name}/{name}", "sha256": sha256_of(source),
                       "size": source.stat().st_size})
     manifest_path = MANIFEST
     manifest = json.loads(manifest_path.read_text())
+    previous = next((m for m in manifest["models"] if m["name"] == args.name), None)
     manifest["models"] = [m for m in manifest["models"] if m["name"] != args.name]
     manifest["models"].append({
         "name": args.name, "model_class": config["model_class"], "description": args.description, "files": files,
@@ -69,7 +88,13 @@ def main() -> None:
     manifest["models"].sort(key=lambda m: m["name"])
     manifest_path.write_text(json.dumps(manifest, indent=2) + "\n")
     load_manifest(manifest_path)  # refuse to leave an invalid manifest behind
-    print(f"released {args.name}: {len(files)} files in {target}")
+    # Files of the replaced release that this one does not have (old shards): ours to remove,
+    # because the previous manifest entry lists them; nothing else in the folder is touched.
+    kept = {f["name"] for f in files}
+    stale = [f["name"] for f in (previous or {}).get("files", []) if f["name"] not in kept]
+    for name in stale:
+        (target / name).unlink(missing_ok=True)
+    print(f"released {args.name}: {len(files)} files in {target}" + (f", {len(stale)} old files removed" if stale else ""))
 
 
 if __name__ == "__main__":

@@ -48,9 +48,11 @@ class Grounded(L.LightningModule):
         """The constructor arguments that rebuild this model (its saved hyper-parameters)."""
         return {key: value for key, value in dict(self.hparams).items()}
 
-    def save_pretrained(self, directory: str | os.PathLike, max_shard_bytes: int = MAX_SHARD_BYTES) -> Path:
+    def save_pretrained(self, directory: str | os.PathLike, max_shard_bytes: int = MAX_SHARD_BYTES,
+                        weights_dtype: torch.dtype | None = None) -> Path:
         """Write ``config.json`` and the weights (safetensors, shards of at most 16 MiB:
-        :mod:`zoo.weights`) to ``directory``.
+        :mod:`zoo.weights`; floating tensors as ``weights_dtype`` when given, e.g. a float16
+        release) to ``directory``.
 
         The files are written into a temporary sibling and moved into place, so an
         interrupted save never leaves a half-written checkpoint behind.
@@ -61,7 +63,7 @@ class Grounded(L.LightningModule):
         with replace_directory(directory) as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-            save_weights(self, staging, max_shard_bytes)
+            save_weights(self, staging, max_shard_bytes, weights_dtype)
             self.save_extra_files(staging)
         return directory
 

@@ -7,11 +7,17 @@ the weights fit in one shard, else ``model-0000K-of-0000N.safetensors`` plus
 ``model.safetensors.index.json``, written by ``huggingface_hub``; reading is plain
 ``safetensors``, so older single files load too. Nothing is unpickled. Tied parameters (one
 tensor under two names) are stored once.
+
+A tensor larger than a shard (a 30k-word embedding is 47 MB in float32) is stored in row
+blocks named ``NAME#partIofN``, each under the limit, and put back together on load. Weights
+may be stored in a smaller float type (``dtype``: a release in float16 is half the download);
+they load into the model's own precision.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import torch
@@ -20,19 +26,71 @@ MAX_SHARD_BYTES = 16 * 1024 * 1024
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 FILENAME_PATTERN = "model{suffix}.safetensors"
+PART = re.compile(r"^(?P<name>.+)#part(?P<index>\d+)of(?P<count>\d+)$")
+"""A row block of a tensor too large for one shard."""
 
 
-def save_weights(model: torch.nn.Module, directory: Path, max_shard_bytes: int = MAX_SHARD_BYTES) -> list[Path]:
-    """Write ``model``'s weights into ``directory``; returns the files written."""
-    from huggingface_hub import save_torch_model
+def save_weights(model: torch.nn.Module, directory: Path, max_shard_bytes: int = MAX_SHARD_BYTES,
+                 dtype: torch.dtype | None = None) -> list[Path]:
+    """Write ``model``'s weights into ``directory`` (floating tensors as ``dtype`` when given);
+    returns the files written."""
+    from huggingface_hub import save_torch_state_dict
 
     from zoo.files import honour_umask
 
-    save_torch_model(model, directory, max_shard_size=max_shard_bytes, filename_pattern=FILENAME_PATTERN)
+    state = storable_state(model.state_dict(), max_shard_bytes, dtype)
+    save_torch_state_dict(state, directory, max_shard_size=max_shard_bytes, filename_pattern=FILENAME_PATTERN)
     files = weight_files(directory)
     for path in files:  # safetensors writes 0600; a release is read by others
         honour_umask(path, directory=False)
     return files
+
+
+def storable_state(state: dict[str, torch.Tensor], max_bytes: int, dtype: torch.dtype | None = None
+                   ) -> dict[str, torch.Tensor]:
+    """``state`` as it is written: tied tensors still shared (huggingface_hub keeps one of
+    them), floating tensors in ``dtype``, and tensors over ``max_bytes`` in row blocks."""
+    out: dict[str, torch.Tensor] = {}
+    converted: dict[tuple, torch.Tensor] = {}
+    split_done: set[tuple] = set()
+    for name, tensor in state.items():
+        tensor = tensor.detach()
+        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride()) if tensor.numel() else None
+        if dtype is not None and tensor.is_floating_point() and tensor.dtype != dtype:
+            if key is None or key not in converted:
+                converted[key] = tensor.to(dtype)
+            tensor = converted[key] if key is not None else tensor.to(dtype)
+        if tensor.dim() == 0 or tensor.numel() * tensor.element_size() <= max_bytes:
+            out[name] = tensor
+            continue
+        if key in split_done:  # tied to a tensor already stored in blocks: loads through the tie
+            continue
+        split_done.add(key)
+        row_bytes = tensor[0].numel() * tensor.element_size()
+        blocks = tensor.split(max(1, max_bytes // max(row_bytes, 1)))
+        for index, block in enumerate(blocks):
+            out[f"{name}#part{index}of{len(blocks)}"] = block.clone()  # own storage: not "shared"
+    return out
+
+
+def join_parts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The row blocks of :func:`storable_state` put back into whole tensors."""
+    parts: dict[str, dict[int, torch.Tensor]] = {}
+    counts: dict[str, int] = {}
+    whole = {}
+    for key, tensor in state.items():
+        match = PART.match(key)
+        if match is None:
+            whole[key] = tensor
+            continue
+        name = match["name"]
+        parts.setdefault(name, {})[int(match["index"])] = tensor
+        counts[name] = int(match["count"])
+    for name, blocks in parts.items():
+        if sorted(blocks) != list(range(counts[name])):
+            raise ValueError(f"the weights hold {len(blocks)} of the {counts[name]} blocks of {name}")
+        whole[name] = torch.cat([blocks[i] for i in range(counts[name])])
+    return whole
 
 
 def weight_files(directory: Path) -> list[Path]:
@@ -56,15 +114,24 @@ def weight_shapes(directory: Path) -> dict[str, tuple[int, ...]]:
     """Every stored tensor's shape, read from the safetensors headers (no tensor is loaded)."""
     from safetensors import safe_open
 
-    shapes = {}
+    shapes: dict[str, tuple[int, ...]] = {}
+    rows: dict[str, list[tuple[int, tuple[int, ...]]]] = {}
     for path in weight_files(directory):
         if not path.is_file():
             raise FileNotFoundError(f"{directory} lacks the shard {path.name}")
         try:
             with safe_open(str(path), framework="pt") as handle:
-                shapes.update({key: tuple(handle.get_slice(key).get_shape()) for key in handle.keys()})
+                for key in handle.keys():
+                    shape, match = tuple(handle.get_slice(key).get_shape()), PART.match(key)
+                    if match is None:
+                        shapes[key] = shape
+                    else:
+                        rows.setdefault(match["name"], []).append((int(match["index"]), shape))
         except Exception as error:  # noqa: BLE001 - safetensors raises its own types for damaged files
             raise ValueError(f"{path} is not a readable safetensors file ({error})") from None
+    for name, blocks in rows.items():
+        blocks.sort()
+        shapes[name] = (sum(shape[0] for _, shape in blocks), *blocks[0][1][1:])
     return shapes
 
 
@@ -80,7 +147,7 @@ def load_weights(model: torch.nn.Module, directory: Path, device: str | torch.de
         if not path.is_file():
             raise FileNotFoundError(f"{directory} lacks the shard {path.name}")
         state.update(load_file(str(path), device=str(device)))
-    result = model.load_state_dict(state, strict=False)
+    result = model.load_state_dict(join_parts(state), strict=False)
     missing, unexpected = set(result.missing_keys), set(result.unexpected_keys)
     missing -= tied_to_loaded(model, missing)
     if missing or unexpected:
