@@ -35,3 +35,20 @@ def test_verbose_brings_the_libraries_output_back():
     assert any("GPU available" in line for line in lines)
     assert any("exists and is not empty" in line for line in lines)
     assert lines.count("warning: the learning rate is very high (UserWarning)") == 1
+
+
+def test_library_progress_bars_stay_out_of_a_log_file():
+    script = textwrap.dedent("""
+        import sys
+        from zoo.console import configure_output
+
+        configure_output(verbose=False)
+        from transformers.utils import logging as hf_logging
+
+        for _ in hf_logging.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors"):
+            pass
+        print("done", file=sys.stderr)
+    """)
+    completed = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stderr.splitlines() == ["done"]  # stderr is a pipe here, as in a background run's log

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import warnings
 
 LIBRARY_LOGGERS = ("lightning", "lightning.pytorch", "lightning.fabric", "pytorch_lightning", "transformers",
@@ -54,3 +55,5 @@ def configure_output(verbose: bool = False) -> None:
     os.environ.setdefault("WANDB_SILENT", "true")
     os.environ.setdefault("TRANSFORMERS_VERBOSITY", "error")
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
+    if not sys.stderr.isatty():  # a bar redrawn into a log file is one unreadable line per redraw
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' bars follow this too
