@@ -74,3 +74,28 @@ def test_render_writes_an_animation_of_the_rollout(tmp_path, suffix, capsys):
 def test_models_command_lists_models(capsys):
     main(["models", "blocks-*"])
     assert "blocks-demonstrations" in capsys.readouterr().out
+
+
+def test_eval_saves_the_ensemble_it_evaluated_and_the_saved_one_scores_the_same(capsys, tmp_path, monkeypatch):
+    import torch
+
+    from zoo.models.block_policy import BlockPolicy
+
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # procedural boards
+    members = []
+    for seed in (0, 1):
+        torch.manual_seed(seed)
+        policy = BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+                             hidden_dim=8)
+        members.append(str(policy.save_pretrained(tmp_path / f"seed{seed}")))
+    ensemble = tmp_path / "ensemble"
+    assert main(["eval", "blocks", "--model", *members, "--limit", "6", "--save", str(ensemble), "--json"]) == 0
+    first = last_json(capsys)
+    assert main(["eval", "blocks", "--model", str(ensemble), "--limit", "6", "--json"]) == 0
+    again = last_json(capsys)
+    assert {k: again[k] for k in ("mean", "median", "steps", "n")} == {k: first[k] for k in ("mean", "median", "steps", "n")}
+    (tmp_path / "taken").mkdir()
+    (tmp_path / "taken" / "notes.txt").write_text("mine")
+    with pytest.raises(SystemExit):
+        main(["eval", "blocks", "--model", *members, "--limit", "2", "--save", str(tmp_path / "taken")])
+    assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"

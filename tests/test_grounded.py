@@ -91,3 +91,41 @@ def test_an_ensemble_averages_its_members_action_probabilities():
     observation = runner.observe()
     expected = (first.score(observation) + second.score(observation)) / 2
     torch.testing.assert_close(PolicyEnsemble([first, second]).score(observation), expected)
+
+
+def test_an_ensemble_saves_and_loads_as_one_model(tmp_path):
+    from zoo.grounded import Grounded
+    from zoo.models.ensemble import PolicyEnsemble
+
+    torch.manual_seed(0)
+    first = tiny_policy()
+    torch.manual_seed(1)
+    second = tiny_policy()
+    ensemble = PolicyEnsemble([first, second])
+    ensemble.save_pretrained(tmp_path / "ensemble")
+    loaded = Grounded.from_pretrained(tmp_path / "ensemble")
+    assert isinstance(loaded, PolicyEnsemble) and len(loaded.members) == 2
+    split = procedural_split("dev", transitions=2)
+    runner = EpisodeRunner()
+    runner.start(split.examples[:2], images=True, demonstrations=False)
+    observation = runner.observe()
+    torch.testing.assert_close(loaded.eval().score(observation), ensemble.eval().score(observation), rtol=0, atol=0)
+
+
+def test_an_ensemble_config_naming_anything_but_blocks_policies_is_refused(tmp_path):
+    import json
+
+    from zoo.grounded import Grounded
+    from zoo.models.ensemble import PolicyEnsemble
+
+    PolicyEnsemble([tiny_policy()]).save_pretrained(tmp_path / "ensemble")
+    config_path = tmp_path / "ensemble" / "config.json"
+    payload = json.loads(config_path.read_text())
+    payload["config"]["members"][0]["model_class"] = "IRRanker"
+    config_path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="member 0 is a IRRanker, not a Blocks policy"):
+        Grounded.from_pretrained(tmp_path / "ensemble")
+    payload["config"]["members"] = [{"model_class": "BlockPolicy"}]
+    config_path.write_text(json.dumps(payload))
+    with pytest.raises(ValueError, match="member 0 must be"):
+        Grounded.from_pretrained(tmp_path / "ensemble")

@@ -24,6 +24,7 @@ _EXPORTS = {
     "GenerativeTransformer": "zoo.models",
     "Grounded": "zoo.grounded",
     "LightDataModule": "zoo.light.datamodule",
+    "PolicyEnsemble": "zoo.models",
     "RandomPolicy": "zoo.models",
     "StopPolicy": "zoo.models",
     "create_model": "zoo.registry",

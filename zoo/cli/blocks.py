@@ -20,6 +20,9 @@ def add_commands(commands, eval_domains) -> None:
     evaluate.add_argument("--seed", type=int, default=0, help="seed of stochastic policies (random)")
     evaluate.add_argument("--batch-size", type=positive_int, default=256)
     evaluate.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
+    evaluate.add_argument("--save", type=Path, default=None,
+                          help="also write the evaluated policy as a save_pretrained directory (several models: "
+                          "the ensemble, one model to release)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     evaluate.set_defaults(handler=run_eval)
 
@@ -58,6 +61,10 @@ def run_eval(args) -> int:
 
     split, source = open_split(args.split, args.data_dir, args.download)
     policy = load_policies(args.model, args.seed)
+    if args.save is not None:
+        from zoo.files import check_replaceable
+
+        check_replaceable(args.save)  # before the evaluation, not after
     examples = split.examples[: args.limit] if args.limit else split.examples
     result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True)
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
@@ -67,6 +74,9 @@ def run_eval(args) -> int:
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
           f"median {result['min_median']:.3f}; {summary['n']} episodes, {result['steps']} steps in "
           f"{result['seconds']:.1f}s", file=sys.stderr if args.json else sys.stdout)
+    if args.save is not None:
+        policy.save_pretrained(args.save)
+        print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
     return 0

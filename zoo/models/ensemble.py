@@ -2,29 +2,55 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence
 
 import torch
 from torch import nn
 
 from zoo.blocks.observation import BlocksObservation
 from zoo.models.blocks_agent import BlocksAgent
+from zoo.registry import register_class
 
 
+@register_class
 class PolicyEnsemble(BlocksAgent):
     """Acts by the mean of its members' action probabilities.
 
     Each member tokenises the instruction with its own vocabulary, so policies trained
-    separately (different seeds, different data orders) can be combined.
+    separately (different seeds, different data orders) can be combined. An ensemble saves
+    like any model (``save_pretrained``: one ``config.json`` holding each member's class and
+    configuration, the members' weights together), so three seeds release as one name.
     """
 
-    def __init__(self, policies: Sequence[BlocksAgent]):
+    def __init__(self, policies: Sequence[BlocksAgent] | None = None, members: Sequence[dict] | None = None):
         super().__init__()
+        if (policies is None) == (members is None):
+            raise ValueError("an ensemble takes either policies or members (their saved configurations)")
+        if members is not None:
+            policies = [build_member(member, index) for index, member in enumerate(members)]
         if not policies:
             raise ValueError("an ensemble needs at least one policy")
         self.members = nn.ModuleList(policies)
         self.needs_images = any(getattr(p, "needs_images", True) for p in policies)
         self.needs_demonstrations = any(getattr(p, "needs_demonstrations", False) for p in policies)
 
+    def config(self) -> dict:
+        return {"members": [{"model_class": type(m).__name__, "config": m.config()} for m in self.members]}
+
     def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
         return torch.stack([member.action_probabilities(observation) for member in self.members]).mean(dim=0)
+
+
+def build_member(member: Any, index: int) -> BlocksAgent:
+    """One member from its saved ``{"model_class", "config"}``: a Blocks policy class the zoo
+    knows, never code named by the file (``from_pretrained`` has already refused configs that
+    ask for remote code, members' included)."""
+    from zoo.registry import model_class
+
+    if not isinstance(member, dict) or set(member) != {"model_class", "config"} \
+            or not isinstance(member["model_class"], str) or not isinstance(member["config"], dict):
+        raise ValueError(f"ensemble member {index} must be {{'model_class': str, 'config': object}}")
+    target = model_class(member["model_class"])
+    if not issubclass(target, BlocksAgent) or target is PolicyEnsemble:
+        raise ValueError(f"ensemble member {index} is a {target.__name__}, not a Blocks policy")
+    return target(**member["config"])
