@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import sys
 import time
 from typing import Sequence
 
 import torch
-from tqdm.auto import tqdm
 
 from zoo.blocks.records import Example
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.metrics import DistanceError
+from zoo.progress import CountProgress
 
 
 def greedy_actions(policy):
@@ -46,7 +45,7 @@ def evaluate_policy(
     if hasattr(policy, "eval"):
         policy.eval()
     encode = getattr(policy, "encode_instructions", None)
-    report = EpisodeProgress(len(examples), progress)
+    report = CountProgress(len(examples), "episodes", progress)
     started, steps = time.perf_counter(), 0
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
@@ -66,29 +65,3 @@ def evaluate_policy(
     result = {key: float(value) for key, value in metric.compute().items()}
     result.update(steps=steps, seconds=round(time.perf_counter() - started, 3))
     return result
-
-
-class EpisodeProgress:
-    """Progress in episodes: a bar on a terminal, a plain line per ~10% otherwise (logs of
-    background runs), nothing when ``progress`` is False."""
-
-    def __init__(self, total: int, progress: bool):
-        self.total, self.done, self.started = total, 0, time.perf_counter()
-        self.enabled = progress
-        self.bar = tqdm(total=total, desc="episodes", unit="ep") if progress and sys.stderr.isatty() else None
-        self.next_line = max(1, total // 10)
-
-    def advance(self, count: int) -> None:
-        self.done += count
-        if self.bar is not None:
-            self.bar.update(count)
-        elif self.enabled and (self.done >= self.next_line or self.done == self.total):
-            seconds = time.perf_counter() - self.started
-            left = seconds / self.done * (self.total - self.done)
-            print(f"episodes {self.done}/{self.total} ({100 * self.done / self.total:.0f}%), {seconds:.0f}s, "
-                  f"~{left:.0f}s left", file=sys.stderr, flush=True)
-            self.next_line = self.done + max(1, self.total // 10)
-
-    def close(self) -> None:
-        if self.bar is not None:
-            self.bar.close()

@@ -250,11 +250,11 @@ def run_eval(args) -> int:
             model.save_pretrained(args.save)
         if not fixture:
             dataset, cases = module.dataset(args.split), {}
-        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args))
+        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), progress=True)
         if hasattr(model, "generate") and hasattr(model, "gold_nll"):
             from zoo.light.evaluate import evaluate_generation
 
-            result.update(evaluate_generation(model, dataset, args.generations))
+            result.update(evaluate_generation(model, dataset, args.generations, progress=True))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
     metric = "r_at_1" if args.task == "dialogue" else "accuracy"

@@ -18,6 +18,7 @@ from zoo.bootstrap import Bootstrap
 from zoo.light.datamodule import LightDataModule, LightDataset
 from zoo.light.examples import LightExample, label_type
 from zoo.light.metrics import expected_hits, reciprocal_ranks
+from zoo.progress import CountProgress
 
 
 def metric_name(task: str) -> str:
@@ -26,7 +27,8 @@ def metric_name(task: str) -> str:
 
 
 @torch.no_grad()
-def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -> dict[str, torch.Tensor]:
+def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256,
+                     progress: bool = False) -> dict[str, torch.Tensor]:
     """Per-example ``hit`` (expected hit@1, ties broken at random in expectation) and ``rr``
     (reciprocal rank of the gold) of ``model.score`` over every example of ``dataset``, in
     order: the means are R@1 / accuracy and MRR, the values are what an interval resamples.
@@ -34,6 +36,7 @@ def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -
     hits, ranks, tops = [], [], []
     if hasattr(model, "eval"):
         model.eval()
+    report = CountProgress(len(dataset), "examples ranked", progress)
     for start in range(0, len(dataset), batch_size):
         items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
         scores = model.score([i.context for i in items], [list(i.candidates) for i in items])
@@ -41,19 +44,21 @@ def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256) -
         hits.append(expected_hits(scores, target, 1).double().cpu())
         ranks.append(reciprocal_ranks(scores, target).cpu())
         tops.append(scores.argmax(dim=-1).cpu())
+        report.advance(len(items))
+    report.close()
     if not hits:
         raise ValueError("the split has no examples for this task")
     return {"hit": torch.cat(hits), "rr": torch.cat(ranks), "top": torch.cat(tops)}
 
 
 def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256,
-                    bootstrap: Bootstrap | None = None) -> dict[str, Any]:
+                    bootstrap: Bootstrap | None = None, progress: bool = False) -> dict[str, Any]:
     """R@1 / accuracy and MRR of ``model.score`` over every example of ``dataset``; with
     ``bootstrap``, also ``ci95`` (or the level asked): each metric's interval over examples.
     For dialogue, ``top1_f1``: unigram F1 (ParlAI's normalisation) of the top-ranked utterance
     against the gold, the metric a generative model's output is scored by, so retrieval and
     generation compare on one scale."""
-    outcomes = example_outcomes(model, dataset, batch_size)
+    outcomes = example_outcomes(model, dataset, batch_size, progress)
     n = len(dataset)
     metric = metric_name(task)
     mean_candidates = sum(len(e.candidates) for e in dataset.examples) / n
@@ -79,7 +84,8 @@ def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: in
 
 
 @torch.no_grad()
-def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 100, batch_size: int = 16) -> dict[str, Any]:
+def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 100, batch_size: int = 16,
+                        progress: bool = False) -> dict[str, Any]:
     """What a generative model adds to ranking: ``ppl`` (token perplexity of the golds, as
     ParlAI: one exponential of the corpus-level mean NLL), ``word_ppl`` (the same NLL per
     gold word plus its end, comparable across vocabularies) over every example, and unigram
@@ -88,6 +94,7 @@ def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 10
 
     ppl, word_ppl, f1 = Perplexity(), Perplexity(), UnigramF1()
     model.eval()
+    report = CountProgress(len(dataset), "examples scored and generated", progress)
     for start in range(0, len(dataset), batch_size):
         items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
         batch = model.transfer_batch_to_device(model.collate(items), model.device, 0)
@@ -97,6 +104,8 @@ def evaluate_generation(model: Any, dataset: LightDataset, generations: int = 10
         budget = generations - int(f1.total)
         if budget > 0:
             f1.update(model.generate(batch["contexts"][:budget]), batch["golds"][:budget])
+        report.advance(len(items))
+    report.close()
     result = {"ppl": round(float(ppl.compute()), 4), "word_ppl": round(float(word_ppl.compute()), 4)}
     if f1.total:
         result.update(f1=round(float(f1.compute()), 6), f1_n=int(f1.total))
