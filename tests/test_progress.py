@@ -27,7 +27,7 @@ def test_zoo_eval_light_reports_progress_on_stderr_and_json_alone_on_stdout(caps
 
     from zoo.cli import main
 
-    assert main(["eval", "light", "--model", "ir", "--source", "fixture", "--json"]) == 0
+    assert main(["eval", "light", "--model", "random", "--source", "fixture", "--json"]) == 0
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 86
     assert any(line.startswith("examples ranked 86/86 (100%)") for line in captured.err.splitlines())
