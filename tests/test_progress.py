@@ -31,3 +31,4 @@ def test_zoo_eval_light_reports_progress_on_stderr_and_json_alone_on_stdout(caps
     captured = capsys.readouterr()
     assert json.loads(captured.out)["n"] == 86
     assert any(line.startswith("examples ranked 86/86 (100%)") for line in captured.err.splitlines())
+

@@ -213,6 +213,9 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
     evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split (with --source fixture: of LIGHT-sim, where baselines train)")
+    evaluate.add_argument("--versus", metavar="MODEL",
+                          help="a second model (any --model value): also report the first's metric minus the "
+                          "second's over the same examples, with a paired bootstrap interval")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
@@ -225,7 +228,8 @@ def run_eval(args) -> int:
 
     from zoo.files import check_replaceable
     from zoo.light.datamodule import LightDataModule
-    from zoo.light.evaluate import evaluate_ranker
+    from zoo.bootstrap import Bootstrap
+    from zoo.light.evaluate import evaluate_ranker, example_outcomes, metric_name, paired_difference
 
     fixture = args.source == "fixture"
     try:
@@ -250,7 +254,14 @@ def run_eval(args) -> int:
             model.save_pretrained(args.save)
         if not fixture:
             dataset, cases = module.dataset(args.split), {}
-        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), progress=True)
+        outcomes = example_outcomes(model, dataset, progress=True)
+        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), outcomes=outcomes)
+        if args.versus:
+            other = load_ranker(args.versus, args.seed)
+            _fit_baseline(other, args, module)
+            result["versus"] = {"model": args.versus, **paired_difference(
+                outcomes, example_outcomes(other, dataset, progress=True), metric_name(args.task),
+                _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed))}
         if hasattr(model, "generate") and hasattr(model, "gold_nll"):
             from zoo.light.evaluate import evaluate_generation
 
@@ -263,6 +274,10 @@ def run_eval(args) -> int:
                "data": label, **result, **{k: v for k, v in cases.items() if k != "data"}, **extra}
     generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
     retrieved = f", top-1 f1 {result['top1_f1']:.4f}" if "top1_f1" in result else ""
+    versus = result.get("versus")
+    if versus:
+        retrieved += (f"; minus {versus['model']} ({versus[metric]:.4f}): {versus['difference']:+.4f} "
+                      f"[{versus['ci95'][0]:+.4f}, {versus['ci95'][1]:+.4f}] paired")
     interval = f" [{result['ci95'][metric][0]:.4f}, {result['ci95'][metric][1]:.4f}]" if "ci95" in result else ""
     where = label if fixture else f"{label} {split}"
     print(f"{where}, {args.task} ({args.features}), {args.model}: {metric} "
