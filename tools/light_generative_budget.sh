@@ -5,7 +5,7 @@
 # Each run resumes from its run directory; a finished one (results.json: ppl, word_ppl, f1,
 # r_at_1) is skipped.
 set -euo pipefail
-sim="$1"; train="${2:-24000}"; shift 2 || true
+sim="$1"; train="${2:-24000}"; shift $(( $# < 2 ? $# : 2 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 limit="{train: $train, valid: 200, test: 300, test_unseen: 300}"

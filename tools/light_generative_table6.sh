@@ -8,7 +8,7 @@
 # tools/light_table6.py runs/light/table6-TRAIN prints the table. Unigram F1 is measured on the
 # first 200 examples of each evaluated split (beam 5; on 64 its interval is +-5 points).
 set -euo pipefail
-sim="$1"; train="${2:-8000}"; shift 2 || true
+sim="$1"; train="${2:-8000}"; shift $(( $# < 2 ? $# : 2 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 out="runs/light/table6-$train"

@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# Issue 16's test of LIGHT-sim v2: one bi-ranker trained on the same budget of each corpus,
+# then both on the real fixture against IR and against each other (paired intervals).
+#   tools/launch_run.sh v2-retrain tools/light_v2_retrain.sh runs/light-sim-full runs/light-sim-v2-small 10000
+# Runs go to runs/light/v2-retrain-N/{v1,v2}/ and resume (a finished one is skipped); the
+# comparisons are written to runs/light/v2-retrain-N/fixture-*.json. On one CPU core a
+# bi-ranker trains at ~3-4 examples/s (10,000 examples: ~45 min each).
+set -euo pipefail
+v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
+here="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python}"
+out="runs/light/v2-retrain-$train"
+limit="{train: $train, valid: 500, test: 1000, test_unseen: 1000}"
+for corpus in v1 v2; do
+  sim="$v1"; [ "$corpus" = v2 ] && sim="$v2"
+  [ -f "$out/$corpus/results.json" ] || "$python" "$here/recipes/light_bi.py" data.sim_dir="$sim" "data.limit=$limit" \
+    data.task=dialogue trainer.max_epochs=1 threads=1 run_dir="$out/$corpus" "$@"
+done
+for corpus in v1 v2; do
+  "$python" -m zoo.cli eval light --source fixture --model "$out/$corpus/pretrained" --versus ir --json \
+    | tail -n 1 > "$out/fixture-$corpus-vs-ir.json"
+done
+"$python" -m zoo.cli eval light --source fixture --model "$out/v2/pretrained" --versus "$out/v1/pretrained" --json \
+  | tail -n 1 > "$out/fixture-v2-vs-v1.json"
+echo "wrote $out/fixture-*.json"
