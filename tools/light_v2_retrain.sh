@@ -3,8 +3,8 @@
 # then both on the real fixture against IR and against each other (paired intervals).
 #   tools/launch_run.sh v2-retrain tools/light_v2_retrain.sh runs/light-sim-full runs/light-sim-v2-small 10000
 # Runs go to runs/light/v2-retrain-N/{v1,v2}/ and resume (a finished one is skipped); the
-# comparisons are written to runs/light/v2-retrain-N/fixture-*.json. On one CPU core a
-# bi-ranker trains at ~3-4 examples/s (10,000 examples: ~45 min each).
+# comparisons are written to runs/light/v2-retrain-N/fixture-*.json. The speed of a bi-ranker on
+# one CPU core is not measured yet (the CPU-trained cross-ranker ran 0.9 examples/s).
 set -euo pipefail
 v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
