@@ -57,9 +57,12 @@ def storable_state(state: dict[str, torch.Tensor], max_bytes: int, dtype: torch.
         tensor = tensor.detach()
         key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride()) if tensor.numel() else None
         if dtype is not None and tensor.is_floating_point() and tensor.dtype != dtype:
-            if key is None or key not in converted:
-                converted[key] = tensor.to(dtype)
-            tensor = converted[key] if key is not None else tensor.to(dtype)
+            if key is None:  # empty: nothing to share
+                tensor = tensor.to(dtype)
+            else:  # tied names get one converted tensor, so they stay one stored tensor
+                if key not in converted:
+                    converted[key] = tensor.to(dtype)
+                tensor = converted[key]
         if tensor.dim() == 0 or tensor.numel() * tensor.element_size() <= max_bytes:
             out[name] = tensor
             continue

@@ -86,7 +86,7 @@ def run_sim(args) -> int:
     from zoo.files import check_replaceable
     from zoo.light.environment import load_world
     from zoo.light.llm_writer import LanguageModelMissing
-    from zoo.light.sim import SimConfig, build_corpus, load_manifest, write_corpus
+    from zoo.light.sim import SimConfig, build_corpus, llm_writer, load_manifest, write_corpus
 
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
@@ -98,12 +98,7 @@ def run_sim(args) -> int:
                                   speech_model=args.speech_model, speech_dtype=args.speech_dtype)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
-        writer = None
-        if config.speech == "llm":
-            from zoo.light.llm_writer import ChatLineWriter
-
-            writer = ChatLineWriter(config.speech_model or None, batch_size=args.speech_batch_size,
-                                    threads=args.threads, dtype=config.speech_dtype)
+        writer = llm_writer(config, args.speech_batch_size, args.threads) if config.speech == "llm" else None
         with _progress_lines():
             splits, extra = build_corpus(config, world, args.line_cache, writer)
         seconds = time.perf_counter() - start
@@ -226,9 +221,9 @@ def add_eval_command(eval_subparsers) -> None:
 def run_eval(args) -> int:
     import lightning as L
 
+    from zoo.bootstrap import Bootstrap
     from zoo.files import check_replaceable
     from zoo.light.datamodule import LightDataModule
-    from zoo.bootstrap import Bootstrap
     from zoo.light.evaluate import evaluate_ranker, example_outcomes, metric_name, paired_difference
 
     fixture = args.source == "fixture"
@@ -268,7 +263,7 @@ def run_eval(args) -> int:
             result.update(evaluate_generation(model, dataset, args.generations, progress=True))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
-    metric = "r_at_1" if args.task == "dialogue" else "accuracy"
+    metric = metric_name(args.task)
     label, split = (cases["data"], "fixture") if fixture else (module.label, args.split)
     summary = {"model": args.model, "task": args.task, "split": split, "features": args.features,
                "data": label, **result, **{k: v for k, v in cases.items() if k != "data"}, **extra}

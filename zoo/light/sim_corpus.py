@@ -107,11 +107,12 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     return splits, {"generate_seconds": round(time.perf_counter() - start, 2), "speech": speech}
 
 
-def llm_writer(config: SimConfig, batch_size: int = 16):
+def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = None):
     """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache)."""
     from zoo.light.llm_writer import ChatLineWriter
 
-    return ChatLineWriter(config.speech_model or None, batch_size=batch_size, dtype=config.speech_dtype)
+    return ChatLineWriter(config.speech_model or None, batch_size=batch_size, threads=threads,
+                          dtype=config.speech_dtype)
 
 
 def default_line_cache(identity: str, root: str | os.PathLike | None = None) -> Path:
