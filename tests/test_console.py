@@ -43,9 +43,12 @@ def test_library_progress_bars_stay_out_of_a_log_file():
         from zoo.console import configure_output
 
         configure_output(verbose=False)
+        from tqdm.auto import tqdm  # what transformers' GGUF loader draws with
         from transformers.utils import logging as hf_logging
 
-        for _ in hf_logging.tqdm(range(3), desc="Converting and de-quantizing GGUF tensors"):
+        for _ in hf_logging.tqdm(range(3), desc="Loading weights"):
+            pass
+        for _ in tqdm(range(3), desc="Converting and de-quantizing GGUF tensors"):
             pass
         print("done", file=sys.stderr)
     """)

@@ -57,3 +57,4 @@ def configure_output(verbose: bool = False) -> None:
     os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
     if not sys.stderr.isatty():  # a bar redrawn into a log file is one unreadable line per redraw
         os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # transformers' bars follow this too
+        os.environ.setdefault("TQDM_DISABLE", "1")  # and the bars libraries draw with plain tqdm (the GGUF loader's)
