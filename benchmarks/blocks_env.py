@@ -23,7 +23,8 @@ from zoo.blocks.board import BoardBatch
 from zoo.blocks.env import BlocksEnv
 from zoo.blocks.geometry import BOARD_HALF, COLLISION_EXTENT, STOP
 from zoo.blocks.procedural import generate_transitions
-from zoo.blocks.render import BoardRenderer, HistoryStack
+from zoo.blocks.history import HistoryStack
+from zoo.blocks.render import BoardRenderer
 
 DELTAS = np.array([[-0.1, 0.0], [0.1, 0.0], [0.0, 0.1], [0.0, -0.1]])
 

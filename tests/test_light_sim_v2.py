@@ -346,3 +346,19 @@ def test_overlap_stats_count_copying_echo_and_names():
     # of welcome, smoky, tavern, bard + sing, dragons, tonight + dragons, scare, knight.
     assert stats["dialogue_echo"] == round(1 / 10, 3)
     assert stats["naming"] == round(2 / 3, 3)
+
+
+def test_a_resumed_split_estimates_its_time_left_from_the_models_pace(monkeypatch, caplog):
+    """6,000 lines found in the cache in a minute, then the model writes one line a second:
+    4,000 lines left take about an hour, not the 80 s the cache-hit stretch would suggest."""
+    import logging
+
+    from zoo.light import sim_llm_speech
+
+    clock = iter([0.0, 60.0, 124.0])  # start; cache hits done; then 64 model lines in 64 s
+    monkeypatch.setattr(sim_llm_speech.time, "perf_counter", lambda: next(clock))
+    progress = sim_llm_speech._Progress("train", total=10_064, every_s=0.0)
+    with caplog.at_level(logging.INFO, logger=sim_llm_speech.log.name):
+        progress.advance(6_000, 0)
+        progress.advance(64, 64)
+    assert caplog.messages[-1].endswith("6064/10064 lines (64 written by the model, 0.52 lines/s, about 67 min left)")

@@ -69,7 +69,7 @@ class StepCollator:
         self.renderer, self.history = renderer, history
 
     def __call__(self, items: list[tuple[int, int]]) -> dict[str, torch.Tensor]:
-        from zoo.blocks.render import standardize
+        from zoo.blocks.history import standardize
 
         frames = self.history + 1
         positions = np.zeros((len(items), frames, MAX_BLOCKS, 2))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import torch
 
@@ -14,35 +14,49 @@ from zoo.blocks.demos import DemoBatch
 class RawStacks:
     """Image stacks before standardisation: ``pixels`` [B, 15, H, W] float32 in 0..255 and
     each stack's ``mean`` and ``scale`` [B] (of the pixels / 255), so that the standardised
-    stack the agent sees is ``(pixels / 255 - mean) / scale``.
+    stack the agent sees is ``(pixels / 255 - mean) / scale``, in history order.
 
     Kept apart because standardisation is affine per stack: a consumer whose first
     operation is linear (the policy's first convolution) applies it to that operation's
-    far smaller output instead of to every pixel. :meth:`standardized` gives the usual
-    tensor. The pixels may live in a buffer the producer reuses at its next step, so
-    consume them at once (or :meth:`clone`).
+    far smaller output instead of to every pixel. For the same reason the history slots
+    (``slot_channels`` channels each) may be stored rotated: slot ``p`` of ``pixels`` holds
+    history slot ``(p - rotation) mod K+1`` (0 the oldest), and a convolution rolls its
+    weights instead of the pixels being reordered. :meth:`standardized` gives the usual
+    tensor, oldest first. The pixels may live in a buffer the producer reuses at its next
+    step, so consume them at once (or :meth:`clone`).
     """
 
     pixels: torch.Tensor
     mean: torch.Tensor
     scale: torch.Tensor
+    rotation: int = 0
+    slot_channels: int = 3
 
     def __len__(self) -> int:
         return len(self.pixels)
 
     def __getitem__(self, rows) -> "RawStacks":
-        return RawStacks(self.pixels[rows], self.mean[rows], self.scale[rows])
+        return replace(self, pixels=self.pixels[rows], mean=self.mean[rows], scale=self.scale[rows])
 
     def to(self, device) -> "RawStacks":
-        return RawStacks(self.pixels.to(device), self.mean.to(device), self.scale.to(device))
+        return replace(self, pixels=self.pixels.to(device), mean=self.mean.to(device), scale=self.scale.to(device))
 
     def clone(self) -> "RawStacks":
-        return RawStacks(self.pixels.clone(), self.mean.clone(), self.scale.clone())
+        return replace(self, pixels=self.pixels.clone(), mean=self.mean.clone(), scale=self.scale.clone())
+
+    def in_history_order(self) -> torch.Tensor:
+        """The pixels with the slots oldest first (a copy when they are stored rotated)."""
+        if self.rotation == 0:
+            return self.pixels
+        batch, channels = self.pixels.shape[:2]
+        slots = self.pixels.view(batch, channels // self.slot_channels, self.slot_channels, *self.pixels.shape[2:])
+        return slots.roll(-self.rotation, dims=1).flatten(1, 2)
 
     def standardized(self) -> torch.Tensor:
-        shape = (-1,) + (1,) * (self.pixels.dim() - 1)
-        gain = (1.0 / (255.0 * self.scale)).to(self.pixels.dtype).view(shape)
-        return self.pixels * gain - (self.mean / self.scale).to(self.pixels.dtype).view(shape)
+        pixels = self.in_history_order()
+        shape = (-1,) + (1,) * (pixels.dim() - 1)
+        gain = (1.0 / (255.0 * self.scale)).to(pixels.dtype).view(shape)
+        return pixels * gain - (self.mean / self.scale).to(pixels.dtype).view(shape)
 
 
 @dataclass
@@ -75,8 +89,6 @@ class BlocksObservation:
 
     def select(self, rows: torch.Tensor) -> "BlocksObservation":
         """The observation of episodes ``rows`` only, so finished episodes cost no forward pass."""
-        from dataclasses import replace
-
         take = lambda value: None if value is None else value[rows]  # noqa: E731
         boards = None
         if self.boards is not None:

@@ -1,5 +1,5 @@
-"""Top-down 120x120 frames of Blocks boards, the history stack and the standardisation the
-agent sees (spec §6).
+"""Top-down 120x120 frames of Blocks boards (spec §6); the history stack and the
+standardisation the agent sees them through live in :mod:`zoo.blocks.history`.
 
 The original simulator rendered a Unity scene; this module redraws it without a GPU or a
 window. Everything that does not depend on the board (camera rays, ground, the textures of
@@ -32,6 +32,7 @@ import torch
 from PIL import Image, ImageDraw, ImageFont
 
 from zoo.blocks.geometry import BLOCK_SIZE, BOARD_HALF, LOGO_BRANDS, MAX_BLOCKS
+from zoo.blocks.history import HISTORY, HistoryStack, standardize  # re-exported: their old home
 from zoo.paths import domain_data_dir
 
 __all__ = [
@@ -46,9 +47,6 @@ __all__ = [
 
 IMAGE_SIZE = 120
 """Frames are square, ``config.txt: screen size:120``."""
-
-HISTORY = 4
-"""Previous frames the agent stacks with the current one (K in the paper)."""
 
 CAMERA_X = -0.03
 """Camera position over the board in the JSON frame (sim x = +0.03); camera z is 0."""
@@ -492,188 +490,6 @@ class BoardRenderer:
 
 # --------------------------------------------------------------------------------------
 # Observations
-
-
-def standardization(sums: torch.Tensor, squares: torch.Tensor, count: int, pixel_scale: float = 1.0):
-    """Mean and scale of ``per_image_standardization`` from per-stack sums and sums of squares
-    of its ``count`` values (divided by ``pixel_scale`` first: 255 for raw pixels):
-    ``(mean, max(std, 1 / sqrt(count)))``, population std, in the sums' dtype."""
-    mean = sums / (pixel_scale * count)
-    variance = (squares / (pixel_scale**2 * count) - mean.square()).clamp(min=0.0)
-    return mean, variance.sqrt().clamp(min=1.0 / math.sqrt(count))
-
-
-def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
-    """Per-sample ``(x - mean) / max(std, 1 / sqrt(C*H*W))`` over the whole ``[B, C, H, W]``
-    stack: TensorFlow's ``per_image_standardization``, which the agent applied to its 15-channel
-    history (population std; the floor keeps a uniform image finite).
-
-    ``inplace=True`` overwrites ``stack``: on a CPU, allocating a fresh 27 MB batch costs
-    more (page faults) than the arithmetic, so hot paths that own their buffer should use it."""
-    rows = stack.reshape(stack.shape[0], -1, stack.shape[-1])
-    count = rows.shape[1] * rows.shape[2]
-    # E[x²] - E[x]² from per-row sums and norms (float32 over 120 values, then float64
-    # across rows): ~40x faster than Tensor.std on one CPU core, and as exact.
-    mean, scale = standardization(rows.sum(dim=2).double().sum(dim=1),
-                                  torch.linalg.vector_norm(rows, dim=2).double().square().sum(dim=1), count)
-    mean, scale = mean.to(stack.dtype), scale.to(stack.dtype)
-    shape = (-1,) + (1,) * (stack.dim() - 1)
-    if inplace:
-        return stack.sub_(mean.view(shape)).div_(scale.view(shape))
-    return (stack - mean.view(shape)) / scale.view(shape)
-
-
-class HistoryStack:
-    """The agent's deque of the last ``K + 1`` frames per episode, vectorised over a batch.
-
-    A ring buffer with one head per episode: :meth:`push` copies one frame per pushed
-    episode (rows moved as int64 words, 6x faster than bytes). Each frame's sum and sum of
-    squares are computed once, the first time an :meth:`observation` needs them, so the
-    stack is standardised from cached sums (the zero frames contributing zeros, exactly as in
-    the original) and a caller that only wants the raw :meth:`frames` never pays for them.
-    """
-
-    def __init__(self, K: int = HISTORY):
-        self.K = K
-        self.slots = K + 1
-        self._ring: torch.Tensor | None = None  # [B * slots, 3*H*W] uint8, row b*slots + slot
-        self._sums: torch.Tensor | None = None  # [B * slots, 2] float64: sum, sum of squares
-        self._stale: torch.Tensor | None = None  # [B * slots] rows whose sums are out of date
-        self._head: torch.Tensor | None = None  # [B] slot of the newest frame
-        self._frame_shape: tuple[int, ...] = ()
-        self._scratch: dict[str, torch.Tensor] = {}
-
-    @property
-    def batch_size(self) -> int:
-        return 0 if self._head is None else self._head.shape[0]
-
-    def reset(self, frames: torch.Tensor) -> None:
-        """Start every episode: ``K`` all-zero frames followed by ``frames`` ``[B, 3, H, W]``."""
-        batch, device = frames.shape[0], frames.device
-        self._frame_shape = tuple(frames.shape[1:])
-        self._ring = torch.zeros(batch * self.slots, frames[0].numel(), dtype=torch.uint8, device=device)
-        self._sums = torch.zeros(batch * self.slots, 2, dtype=torch.float64, device=device)
-        self._stale = torch.zeros(batch * self.slots, dtype=torch.bool, device=device)
-        self._head = torch.full((batch,), self.slots - 1, dtype=torch.long, device=device)
-        self._scratch = {}
-        self._write(torch.arange(batch, device=device), frames)
-
-    def reset_episodes(self, frames: torch.Tensor, mask: torch.Tensor) -> None:
-        """Restart the episodes in ``mask`` (e.g. new instructions) from ``frames[mask]``."""
-        index = self._selected(mask)
-        rows = (index * self.slots).unsqueeze(1) + torch.arange(self.slots, device=index.device)
-        self._ring[rows.reshape(-1)] = 0
-        self._sums[rows.reshape(-1)] = 0
-        self._stale[rows.reshape(-1)] = False
-        self._head[index] = self.slots - 1
-        self._write(index, frames[index])
-
-    def push(self, frames: torch.Tensor, mask: torch.Tensor | None = None) -> None:
-        """Append ``frames`` ``[B, 3, H, W]`` to the episodes where ``mask`` is true (all when
-        None), dropping their oldest frame."""
-        if self._ring is None:
-            raise RuntimeError("call reset() before push()")
-        if mask is None:
-            index = torch.arange(self.batch_size, device=self._head.device)
-        else:
-            index = self._selected(mask)
-            frames = frames[index]
-        self._head[index] = (self._head[index] + 1) % self.slots
-        self._write(index, frames)
-
-    def _selected(self, mask: torch.Tensor) -> torch.Tensor:
-        return torch.nonzero(torch.as_tensor(mask, device=self._head.device), as_tuple=True)[0]
-
-    def _words(self, tensor: torch.Tensor) -> torch.Tensor:
-        """Rows of bytes viewed as int64 words when they divide evenly (faster row copies)."""
-        return tensor.view(torch.int64) if tensor.shape[-1] % 8 == 0 else tensor
-
-    def _buffer(self, name: str, shape: tuple[int, ...], dtype: torch.dtype,
-                memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
-        """A scratch tensor kept between calls: fresh large allocations cost page faults."""
-        buffer = self._scratch.get(name)
-        if buffer is None or buffer.shape[0] < shape[0]:
-            buffer = torch.empty(shape, dtype=dtype, device=self._head.device, memory_format=memory_format)
-            self._scratch[name] = buffer
-        return buffer[: shape[0]]
-
-    def _write(self, index: torch.Tensor, frames: torch.Tensor) -> None:
-        """Store ``frames`` at the heads of episodes ``index``."""
-        flat = frames.to(device=self._ring.device, dtype=torch.uint8).reshape(index.shape[0], -1)
-        rows = index * self.slots + self._head[index]
-        self._words(self._ring).index_copy_(0, rows, self._words(flat))
-        self._stale[rows] = True
-
-    def _refresh_sums(self) -> None:
-        """Sum and sum of squares of every frame written since the last observation."""
-        rows = torch.nonzero(self._stale, as_tuple=True)[0]
-        if rows.numel() == 0:
-            return
-        # float64: the variance is a difference of two large sums (float32 loses 1e-4).
-        values = self._buffer("values", (rows.numel(), self._ring.shape[1]), torch.float64)
-        values.copy_(self._ring.index_select(0, rows))
-        sums = torch.stack([values.sum(1), torch.linalg.vector_norm(values, dim=1).square()], 1)
-        self._sums.index_copy_(0, rows, sums)
-        self._stale[rows] = False
-
-    def _rows(self, episodes: torch.Tensor | None = None) -> torch.Tensor:
-        """Ring rows of each episode's stack (of ``episodes``, default all), oldest first,
-        flattened ``[E * (K+1)]``."""
-        if episodes is None:
-            episodes = torch.arange(self.batch_size, device=self._head.device)
-        steps = torch.arange(1, self.slots + 1, device=self._head.device)
-        slots = (self._head[episodes].unsqueeze(1) + steps) % self.slots
-        return (episodes.unsqueeze(1) * self.slots + slots).reshape(-1)
-
-    def frames(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
-        """The raw stack ``[E, 3(K+1), H, W]`` uint8 of ``episodes`` (default all), oldest
-        first: the cheap form to move to an accelerator and standardise there
-        (``standardize(stack / 255)``). ``out`` may be a reused uint8 tensor of that shape."""
-        count = self.batch_size if episodes is None else len(episodes)
-        shape = (count, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
-        if out is None:
-            out = torch.empty(shape, dtype=torch.uint8, device=self._ring.device)
-        rows = self._words(out.view(count * self.slots, -1))
-        torch.index_select(self._words(self._ring), 0, self._rows(episodes), out=rows)
-        return out
-
-    def raw_observation(self, episodes: torch.Tensor | None = None):
-        """The stacks of ``episodes`` (default all) as :class:`~zoo.blocks.observation.RawStacks`:
-        float pixels in a buffer reused at the next call, plus each stack's mean and scale
-        from the cached per-frame sums. Standardising them is left to the consumer."""
-        from zoo.blocks.observation import RawStacks
-
-        batch = self.batch_size if episodes is None else len(episodes)
-        shape = (batch, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
-        raw = self.frames(out=self._buffer("stack", shape, torch.uint8), episodes=episodes)
-        mean, scale = self._statistics(episodes, raw[0].numel())
-        # Channels-last: the layout the policy's first convolution runs fastest in on CPU.
-        pixels = self._buffer("pixels", shape, torch.float32, torch.channels_last).copy_(raw)
-        return RawStacks(pixels, mean.to(torch.float32), scale.to(torch.float32))
-
-    def _statistics(self, episodes: torch.Tensor | None, count: int) -> tuple[torch.Tensor, torch.Tensor]:
-        """Mean and scale (float64) of each stack's pixels / 255, from the per-frame sums."""
-        self._refresh_sums()
-        sums = self._sums.view(self.batch_size, self.slots, 2)
-        if episodes is not None:
-            sums = sums[episodes]
-        sums = sums.sum(dim=1)
-        return standardization(sums[:, 0], sums[:, 1], count, pixel_scale=255.0)
-
-    def observation(self, out: torch.Tensor | None = None, episodes: torch.Tensor | None = None) -> torch.Tensor:
-        """What the agent sees: ``[E, 3(K+1), H, W]`` float32 for ``episodes`` (default
-        all; the running ones, say, so finished episodes cost nothing), oldest first,
-        frames scaled to [0, 1], then :func:`standardize`d over the whole stack. ``out`` may
-        be a reused float32 tensor of that shape (saves the page faults of a fresh 220 MB at B=256)."""
-        batch = self.batch_size if episodes is None else len(episodes)
-        shape = (batch, self.slots * self._frame_shape[0]) + self._frame_shape[1:]
-        raw = self.frames(out=self._buffer("stack", shape, torch.uint8), episodes=episodes)
-        mean, scale = self._statistics(episodes, raw[0].numel())
-        gain = (1.0 / (255.0 * scale)).to(torch.float32).view(batch, 1, 1, 1)
-        bias = (-mean / scale).to(torch.float32).view(batch, 1, 1, 1)
-        if out is None:
-            out = torch.empty(shape, dtype=torch.float32, device=raw.device)
-        return out.copy_(raw).mul_(gain).add_(bias)
 
 
 def to_display(frames: torch.Tensor) -> np.ndarray:

@@ -11,6 +11,7 @@ from zoo.blocks.board import BoardBatch
 from zoo.blocks.demos import DemonstrationCache
 from zoo.blocks.env import BlocksEnv, StepOutcome
 from zoo.blocks.geometry import HORIZON, STOP
+from zoo.blocks.history import HistoryStack
 from zoo.blocks.observation import BlocksObservation
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig, ShapedReward
@@ -49,6 +50,7 @@ class EpisodeRunner:
         self.history = history
         self.device = torch.device(device)
         self.env = BlocksEnv(horizon)
+        self._history_stack = HistoryStack(history)
 
     def start(self, examples: Sequence[Example], images: bool, demonstrations: bool, encode: Callable | None = None,
               featurize: Callable | None = None):
@@ -70,13 +72,11 @@ class EpisodeRunner:
         self.stack = None
         self.frames: list[torch.Tensor] = []  # uint8 boards after 0, 1, ... actions, when rendering
         if images:
-            from zoo.blocks.render import HistoryStack
-
             if self.renderer is None:
                 from zoo.blocks.render import BoardRenderer
 
                 self.renderer = BoardRenderer()
-            self.stack = HistoryStack(self.history)
+            self.stack = self._history_stack  # one for every batch: its buffers are reused
             first = self._render()
             self.stack.reset(first)
             self.frames = [first]

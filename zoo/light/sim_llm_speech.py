@@ -93,24 +93,33 @@ def sentence_budget(seed: int, split: str, episode: int, turn: int) -> int:
 
 
 class _Progress:
-    """Progress lines (``zoo.progress``): lines done, speed, time left; every ``every_s`` seconds."""
+    """Progress lines (``zoo.progress``): lines done, speed, time left; every ``every_s`` seconds.
+
+    The time left comes from the pace since the model wrote its first line of the split, so
+    that a resumed run's first stretch (lines found in the cache, done in seconds) does not
+    make the rest look minutes long instead of hours."""
 
     def __init__(self, split: str, total: int, every_s: float = 30.0):
         self.split, self.total, self.every_s = split, total, every_s
-        self.start = self.last = time.perf_counter()
+        self.start = self.last = self.previous = time.perf_counter()
         self.done = self.generated = 0
+        self.paced_from: tuple[float, int] | None = None  # (time, lines done) before the model's first line
 
     def advance(self, done: int, generated: int, force: bool = False) -> None:
+        now = time.perf_counter()
+        if generated and self.paced_from is None:
+            self.paced_from = (self.previous, self.done)  # from the start of this call's work
+        self.previous = now
         self.done += done
         self.generated += generated
-        now = time.perf_counter()
         if not force and now - self.last < self.every_s:
             return
         self.last = now
-        elapsed = max(now - self.start, 1e-9)
-        rate, left = self.generated / elapsed, self.total - self.done
-        # Time left from the split's progress so far (cache hits included), not from the model's speed.
-        eta = f", about {_duration(left * elapsed / self.done)} left" if self.done and left > 0 else ""
+        rate, left = self.generated / max(now - self.start, 1e-9), self.total - self.done
+        eta = ""
+        if self.paced_from is not None and left > 0 and self.done > self.paced_from[1]:
+            since, done_then = self.paced_from
+            eta = f", about {_duration(left * (now - since) / (self.done - done_then))} left"
         log.info("%s speech, %s: %d/%d lines (%d written by the model, %.2f lines/s%s)", LABEL, self.split,
                  self.done, self.total, self.generated, rate, eta)
 
