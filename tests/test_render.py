@@ -299,3 +299,26 @@ def test_png_grid_and_goal_marker(renderer, tmp_path):
     assert abs(cols.mean() / 2 - u) < 1 and abs((IMAGE_SIZE - rows.mean() / 2) - v) < 1
     plain = np.asarray(compose_frames(frames[:1], scale=2)[0])
     assert not np.all(plain == np.array(GOAL_RGB, dtype=np.uint8), axis=-1).any()
+
+
+def test_moving_a_block_changes_pixels_only_inside_its_footprints(renderer):
+    """What an incremental first convolution relies on: after one block moves, every pixel
+    that differs lies in the block's footprint before or after the move."""
+    generator = torch.Generator().manual_seed(0)
+    for _ in range(6):
+        positions = (torch.rand(8, 20, 2, generator=generator, dtype=torch.float64) - 0.5) * 2.0
+        counts = torch.randint(4, 21, (8,), generator=generator)
+        moved = (torch.rand(8, generator=generator) * counts).long()
+        after = positions.clone()
+        steps = torch.tensor([[0.1524, 0.0], [-0.1524, 0.0], [0.0, 0.1524], [0.0, -0.1524]], dtype=torch.float64)
+        after[torch.arange(8), moved] += steps[torch.randint(0, 4, (8,), generator=generator)]
+        logo = torch.rand(8, generator=generator) < 0.5
+        changed = (renderer.render(positions, counts, logo) != renderer.render(after, counts, logo)).any(1)
+        for board in range(8):
+            inside = torch.zeros(IMAGE_SIZE, IMAGE_SIZE, dtype=torch.bool)
+            for where in (positions, after):
+                row_low, row_high, col_low, col_high = renderer.footprint(where[board, moved[board]]).tolist()
+                assert row_high - row_low < renderer.spans.block and col_high - col_low < renderer.spans.block
+                inside[row_low : row_high + 1, col_low : col_high + 1] = True
+            assert changed[board].any() or not (positions[board, moved[board]].abs() < 0.9).all()
+            assert not (changed[board] & ~inside).any()

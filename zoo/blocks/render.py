@@ -473,6 +473,39 @@ class BoardRenderer:
         pixels = (along_index * along_stride).unsqueeze(-1) + (across_index * across_stride).unsqueeze(-2)
         return keys, pixels
 
+    def footprint(self, positions: torch.Tensor) -> torch.Tensor:
+        """The pixels a block at ``positions`` ``[..., 2]`` (JSON ``(x, z)``) can colour, as
+        inclusive ``[..., 4]`` bounds ``(row_low, row_high, col_low, col_high)`` clamped to the
+        frame: the union of the windows :meth:`render` draws it in (its top face and the two
+        side faces perspective may reveal). Moving one block changes a frame only inside its
+        footprints before and after the move (the pixels it uncovers or covers): what an
+        incremental first convolution needs to know (``benchmarks/blocks_incremental_conv.py``)."""
+        positions = torch.as_tensor(positions, device=self.device).to(torch.float32)
+        half = BLOCK_SIZE / 2
+        across = torch.stack([positions[..., 0] - CAMERA_X, positions[..., 1]], -1)  # columns, rows
+        top = IMAGE_SIZE / 2 + (across - half) * (FOCAL / TOP_DEPTH)
+        low, high = self._window(top, self.spans.top)
+        for axis in (0, 1):  # the side face across this axis (x: columns, z: rows)
+            plane = torch.where(across[..., axis] - half > 0, across[..., axis] - half, across[..., axis] + half)
+            nearest = torch.minimum(plane / CAMERA_HEIGHT, plane / TOP_DEPTH)
+            edge = across[..., 1 - axis] - half
+            along = torch.where(edge > 0, edge / CAMERA_HEIGHT, edge / TOP_DEPTH)
+            start = torch.empty_like(across)
+            start[..., axis] = IMAGE_SIZE / 2 + FOCAL * nearest
+            start[..., 1 - axis] = IMAGE_SIZE / 2 + FOCAL * along
+            spans = torch.tensor([self.spans.block, self.spans.block], device=self.device)
+            spans[axis] = self.spans.side
+            side_low, side_high = self._window(start, spans)
+            low, high = torch.minimum(low, side_low), torch.maximum(high, side_high)
+        low, high = low.clamp(0, IMAGE_SIZE - 1), high.clamp(0, IMAGE_SIZE - 1)
+        return torch.stack([low[..., 1], high[..., 1], low[..., 0], high[..., 0]], -1)
+
+    @staticmethod
+    def _window(first: torch.Tensor, span) -> tuple[torch.Tensor, torch.Tensor]:
+        """Inclusive pixel bounds of a window of ``span`` pixel centres from ``first`` (as :meth:`_pixels`)."""
+        start = torch.ceil(first - 0.5).to(torch.long)
+        return start, start + torch.as_tensor(span, device=first.device) - 1
+
     # ---- conveniences --------------------------------------------------------------
 
     def render_boards(self, boards: list[np.ndarray], logo: list[bool] | bool = False) -> torch.Tensor:
