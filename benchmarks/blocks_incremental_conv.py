@@ -18,13 +18,14 @@ of the incremental update against the dense convolution of a prebuilt channels-l
 (what evaluation does today). It is a prototype of the arithmetic, not the library's path.
 
 Measured (session 8, 128 dev episodes x 40 steps, one thread, under a load of 4): the
-largest relative difference 2.9e-6, no change outside its window, 61.8 ms per step against
-93.8 ms for the dense convolution (1.5x). Of the 60 ms, finding and cutting out the changes
-from the frames takes ~33 ms, the matrix product ~15 ms and adding the windows ~12 ms: the
-environment knows which block moved and where (the renderer draws each block in a fixed
-window around it), so taking the windows from it instead of from the pixels is the next step.
+largest relative difference 2.9e-6 and no change outside its window either way; with the
+windows from the board (``--windows board``: the moved block's ``BoardRenderer.footprint``
+before and after) 40.6 ms per step against 93.1 ms for the dense convolution (**2.3x**);
+found in the pixels (``--windows pixels``) 59.5 against 93.7 (1.6x). What is left: cutting
+the patches out (a loop over episodes), the matrix product (~15 ms) and adding the five
+windows (~12 ms).
 
-    python benchmarks/blocks_incremental_conv.py --episodes 128 --json
+    python benchmarks/blocks_incremental_conv.py --episodes 128 --windows board --json
 """
 
 from __future__ import annotations
@@ -53,20 +54,25 @@ def stacks_at(frames: torch.Tensor, t: int) -> torch.Tensor:
     return torch.stack(slots, 1).flatten(1, 2).float().contiguous(memory_format=torch.channels_last)
 
 
-def change_patches(new: torch.Tensor, old: torch.Tensor):
+def change_patches(new: torch.Tensor, old: torch.Tensor, bounds: torch.Tensor | None = None):
     """Each episode's change (new - old) as a float patch [B, 3, SPAN, SPAN] and the first output
-    row/column of its window; and whether every change fits its window."""
+    row/column of its window; and whether every change fits its window. ``bounds`` [B, 4]
+    (row low/high, column low/high, inclusive) say where the changes can be, as the board
+    knows (BoardRenderer.footprint); without them they are found in the pixels."""
     batch, height = new.shape[0], new.shape[-2]
-    changed = (new != old).any(1)  # [B, H, W]
-    pixels = torch.arange(height)
+    if bounds is None:
+        changed = (new != old).any(1)  # [B, H, W]
+        pixels = torch.arange(height)
+        bounds = []
+        for axis in (2, 1):  # rows, then columns
+            touched = changed.any(axis)
+            bounds += [torch.where(touched, pixels, height).amin(1), torch.where(touched, pixels, -1).amax(1)]
+        bounds = torch.stack(bounds, 1)
     first = []
     fits = torch.ones(batch, dtype=torch.bool)
-    for axis in (2, 1):  # rows, then columns
-        touched = changed.any(axis)
-        low = torch.where(touched, pixels, height).amin(1)
-        high = torch.where(touched, pixels, -1).amax(1)
+    for low, high in ((bounds[:, 0], bounds[:, 1]), (bounds[:, 2], bounds[:, 3])):
         start = torch.div(low - PADDING, STRIDE, rounding_mode="floor").clamp(0, OUTPUTS - WINDOW)
-        fits &= ~touched.any(1) | (high <= start * STRIDE - PADDING + SPAN - 1)
+        fits &= (high < low) | (high <= start * STRIDE - PADDING + SPAN - 1)
         first.append(start)
     # One padded copy of both frames per step, then a slice per episode: a Python loop of 2
     # small copies each is faster here than one fancy-indexed gather (32 ms at B=128).
@@ -84,6 +90,8 @@ def main() -> None:
     parser.add_argument("--episodes", type=int, default=128)
     parser.add_argument("--offset", type=int, default=300, help="first dev episode")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--windows", choices=("board", "pixels"), default="board",
+                        help="where each step's change is: from the moved block's footprints, or found in the frames")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
@@ -91,9 +99,16 @@ def main() -> None:
     datamodule.setup()
     policy = BlockPolicy.from_pretrained("blocks-bandit").eval()
     episodes = datamodule.dev_examples[args.offset : args.offset + args.episodes]
+    runner, boards = EpisodeRunner(datamodule.renderer), []
+    greedy = greedy_actions(policy)
+
+    def act(observation):  # greedy, noting every board as it is before each step
+        boards.append(runner.env.positions.clone())
+        return greedy(observation)
+
     with torch.no_grad():
-        record = EpisodeRunner(datamodule.renderer).record(
-            episodes, greedy_actions(policy), encode=policy.encode_instructions, featurize=policy.instruction_features)
+        record = runner.record(episodes, act, encode=policy.encode_instructions, featurize=policy.instruction_features)
+        boards.append(runner.env.positions.clone())
         frames = record["frames"]
         weight = policy.image.convolutions[0].weight
         outputs = weight.shape[0]
@@ -109,7 +124,15 @@ def main() -> None:
         errors, incremental, dense, overflows = [], [], [], 0
         for t in range(1, frames.shape[0]):
             started = time.perf_counter()
-            patch, row, col, fits = change_patches(frames[t], frames[t - 1])
+            bounds = None
+            if args.windows == "board":  # the moved block's footprints before and after
+                before, after = boards[t - 1], boards[t]
+                block = (before != after).any(-1).float().argmax(1)
+                rows = torch.arange(batch)
+                one, two = datamodule.renderer.footprint(before[rows, block]), datamodule.renderer.footprint(after[rows, block])
+                bounds = torch.stack([torch.minimum(one[:, 0], two[:, 0]), torch.maximum(one[:, 1], two[:, 1]),
+                                      torch.minimum(one[:, 2], two[:, 2]), torch.maximum(one[:, 3], two[:, 3])], 1)
+            patch, row, col, fits = change_patches(frames[t], frames[t - 1], bounds)
             overflows += int((~fits).sum())
             columns = F.unfold(patch, KERNEL, stride=STRIDE)  # [B, 3*8*8, 64]: a GEMM, not a 3-channel conv
             out = (columns.transpose(1, 2) @ flat_by_age).transpose(1, 2).reshape(batch, -1, WINDOW, WINDOW)
@@ -130,7 +153,7 @@ def main() -> None:
             dense.append(time.perf_counter() - started)
             errors.append(float((response - reference).abs().max() / reference.abs().max()))
     result = {
-        "episodes": batch, "steps": frames.shape[0] - 1, "threads": args.threads,
+        "episodes": batch, "steps": frames.shape[0] - 1, "threads": args.threads, "windows": args.windows,
         "max_relative_error": max(errors), "changes_outside_window": overflows,
         "incremental_ms_per_step": round(statistics.median(incremental) * 1000, 2),
         "dense_first_conv_ms_per_step": round(statistics.median(dense) * 1000, 2),
