@@ -57,6 +57,7 @@ def evaluate_policy(
             encode=encode,
             featurize=getattr(policy, "instruction_features", None),
             running_only=True,
+            track=getattr(policy, "image_tracker", None),
         )
         metric.update(results.final_error, results.min_error)
         steps += runner.decisions

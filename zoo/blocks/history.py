@@ -194,18 +194,21 @@ class HistoryStack:
         torch.index_select(self._words(self._ring), 0, self._rows(episodes), out=rows)
         return out
 
-    def raw_observation(self, episodes: torch.Tensor | None = None):
+    def raw_observation(self, episodes: torch.Tensor | None = None, pixels: bool = True):
         """The stacks of ``episodes`` (default all) as :class:`~zoo.blocks.observation.RawStacks`:
         float pixels, valid until the next call, plus each stack's mean and scale from the
         cached per-frame sums. Standardising them is left to the consumer. Episodes whose
         heads agree (every running episode of a rollout: they all acted at every step) come
-        as a view of the float ring with its rotation; others are gathered oldest first."""
+        as a view of the float ring with its rotation; others are gathered oldest first.
+        With ``pixels`` False only the statistics are computed, and the float ring is not kept."""
         from zoo.blocks.observation import RawStacks
 
         if episodes is None:
             episodes = torch.arange(self.batch_size, device=self._head.device)
         mean, scale = self._statistics(episodes, math.prod(self._shape(1)))
         mean, scale = mean.to(torch.float32), scale.to(torch.float32)
+        if not pixels:  # the statistics only (a consumer that tracks its own first convolution)
+            return RawStacks(None, mean, scale, slot_channels=self._frame_shape[0])
         heads = self._head[episodes]
         if len(episodes) and bool((heads == heads[0]).all()):
             pixels = self._float_ring(episodes).permute(0, 3, 1, 2)  # [E, 15, H, W], channels-last strides

@@ -23,29 +23,41 @@ class RawStacks:
     history slot ``(p - rotation) mod K+1`` (0 the oldest), and a convolution rolls its
     weights instead of the pixels being reordered. :meth:`standardized` gives the usual
     tensor, oldest first. The pixels may live in a buffer the producer reuses at its next
-    step, so consume them at once (or :meth:`clone`).
+    step, so consume them at once (or :meth:`clone`). ``pixels`` is None when a policy's tracker
+    gives its first convolution's ``response`` instead (see EpisodeRunner's ``track``).
     """
 
-    pixels: torch.Tensor
+    pixels: torch.Tensor | None
     mean: torch.Tensor
     scale: torch.Tensor
     rotation: int = 0
     slot_channels: int = 3
+    response: object | None = None
+    """The policy's first convolution applied to ``pixels`` (bias-free, before
+    standardisation), when its tracker kept it current through the rollout (a
+    ``zoo.models.incremental_conv.TrackedResponse``, which knows whose it is); ``None`` otherwise."""
 
     def __len__(self) -> int:
-        return len(self.pixels)
+        return len(self.mean)
+
+    def _map(self, change) -> "RawStacks":
+        pixels = None if self.pixels is None else change(self.pixels)
+        return replace(self, pixels=pixels, mean=change(self.mean), scale=change(self.scale),
+                       response=None if self.response is None else change(self.response))  # it has the same methods
 
     def __getitem__(self, rows) -> "RawStacks":
-        return replace(self, pixels=self.pixels[rows], mean=self.mean[rows], scale=self.scale[rows])
+        return self._map(lambda tensor: tensor[rows])
 
     def to(self, device) -> "RawStacks":
-        return replace(self, pixels=self.pixels.to(device), mean=self.mean.to(device), scale=self.scale.to(device))
+        return self._map(lambda tensor: tensor.to(device))
 
     def clone(self) -> "RawStacks":
-        return replace(self, pixels=self.pixels.clone(), mean=self.mean.clone(), scale=self.scale.clone())
+        return self._map(lambda tensor: tensor.clone())
 
     def in_history_order(self) -> torch.Tensor:
         """The pixels with the slots oldest first (a copy when they are stored rotated)."""
+        if self.pixels is None:
+            raise ValueError("these stacks carry only their policy's tracked first-convolution response, no pixels")
         if self.rotation == 0:
             return self.pixels
         batch, channels = self.pixels.shape[:2]

@@ -53,10 +53,14 @@ class EpisodeRunner:
         self._history_stack = HistoryStack(history)
 
     def start(self, examples: Sequence[Example], images: bool, demonstrations: bool, encode: Callable | None = None,
-              featurize: Callable | None = None):
+              featurize: Callable | None = None, track: Callable | None = None):
         """Reset to ``examples``. ``encode`` (instructions -> tokens, lengths) tokenises once;
         ``featurize`` (tokens, lengths -> [B, D]) lets a policy summarise each instruction once
-        per episode (observations carry it as ``instruction_features``)."""
+        per episode (observations carry it as ``instruction_features``); ``track`` makes the
+        policy's tracker of its first convolution (``reset``/``push``/``response``, see
+        :class:`zoo.models.incremental_conv.FirstConvolutionTracker`), told at every step which
+        window of each frame the moved block can have changed (``BoardRenderer.footprint``);
+        observations then carry its ``response``."""
         transitions = [example.transition for example in examples]
         self.instructions = [example.instruction for example in examples]
         self.boards = BoardBatch.from_transitions(transitions, self.device)
@@ -69,7 +73,7 @@ class EpisodeRunner:
         if self.reward_config is not None:
             self.reward = ShapedReward(self.reward_config)
             self.reward.reset(self.boards, self.demos)
-        self.stack = None
+        self.stack = self.tracker = None
         self.frames: list[torch.Tensor] = []  # uint8 boards after 0, 1, ... actions, when rendering
         if images:
             if self.renderer is None:
@@ -80,6 +84,9 @@ class EpisodeRunner:
             first = self._render()
             self.stack.reset(first)
             self.frames = [first]
+            self.tracker = track() if track is not None and hasattr(self.renderer, "footprint") else None
+            if self.tracker is not None:
+                self.tracker.reset(first)
 
     @property
     def _reward_needs_demos(self) -> bool:
@@ -92,7 +99,11 @@ class EpisodeRunner:
         """What the policy sees, of ``episodes`` only when given (their image stacks are the
         only ones built: the running episodes', say). Images come as
         :class:`~zoo.blocks.observation.RawStacks` in a buffer reused at the next step."""
-        images = self.stack.raw_observation(episodes) if self.stack is not None else None
+        tracking = self.tracker is not None and self.tracker.active
+        images = self.stack.raw_observation(episodes, pixels=not tracking) if self.stack is not None else None
+        if tracking:  # the policy's first convolution comes from its tracker: no pixels to convert
+            rows = episodes if episodes is not None else torch.arange(len(self.instructions), device=self.device)
+            images = replace(images, response=self.tracker.response(rows))
         observation = self.observe_without_images()
         if episodes is not None:
             observation = observation.select(episodes)
@@ -113,6 +124,7 @@ class EpisodeRunner:
         )
 
     def step(self, actions: torch.Tensor) -> tuple[StepOutcome, torch.Tensor | None]:
+        before = self.env.positions.clone() if self.tracker is not None else None
         outcome = self.env.step(actions)
         self.decisions += int(outcome.acted.sum())
         reward = self.reward(outcome, actions) if self.reward is not None else None
@@ -127,8 +139,22 @@ class EpisodeRunner:
                     frame[acted] = self.renderer.render(self.env.positions[acted], self.boards.n_blocks[acted],
                                                         self.boards.logo[acted])
             self.stack.push(frame, mask=outcome.acted)
+            if self.tracker is not None:
+                self._track(acted, before, frame)
             self.frames.append(frame)
         return outcome, reward
+
+    def _track(self, acted: torch.Tensor, before: torch.Tensor, frame: torch.Tensor) -> None:
+        """Tell the tracker what the episodes that acted changed: the moved block's footprints
+        before and after its move (a blocked move changes nothing; the window is then empty)."""
+        after = self.env.positions[acted]
+        before = before[acted]
+        block = (before != after).any(-1).to(torch.uint8).argmax(1)
+        rows = torch.arange(len(acted), device=self.device)
+        old, new = self.renderer.footprint(before[rows, block]), self.renderer.footprint(after[rows, block])
+        bounds = torch.stack([torch.minimum(old[:, 0], new[:, 0]), torch.maximum(old[:, 1], new[:, 1]),
+                              torch.minimum(old[:, 2], new[:, 2]), torch.maximum(old[:, 3], new[:, 3])], 1)
+        self.tracker.push(acted, frame if len(acted) == len(frame) else frame[acted], bounds)
 
     def _act_running(self, choose: Callable[[BlocksObservation], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:
         """The running episodes' indices and every episode's action: ``choose`` on the running
@@ -139,13 +165,14 @@ class EpisodeRunner:
         return running, actions
 
     def record(self, examples: Sequence[Example], choose: Callable[[BlocksObservation], torch.Tensor],
-               encode: Callable | None = None, featurize: Callable | None = None) -> dict[str, torch.Tensor]:
+               encode: Callable | None = None, featurize: Callable | None = None,
+               track: Callable | None = None) -> dict[str, torch.Tensor]:
         """Play with images, letting ``choose`` (observation of the running episodes -> their
         actions) decide, and log every decision: ``steps``, ``episodes``, ``actions``,
         ``previous`` (action before it), ``rewards``, ``done``, plus ``frames`` (uint8
         [T+1, B, 3, H, W]) and the instructions' ``tokens``/``lengths``. What learning from
         experience needs, for any way of choosing actions."""
-        self.start(examples, images=True, demonstrations=False, encode=encode, featurize=featurize)
+        self.start(examples, images=True, demonstrations=False, encode=encode, featurize=featurize, track=track)
         log = {key: [] for key in ("steps", "episodes", "actions", "previous", "rewards", "done")}
         step = 0
         while not self.env.all_done:
@@ -164,12 +191,12 @@ class EpisodeRunner:
 
     def play(self, examples: Sequence[Example], act: Callable[[BlocksObservation], torch.Tensor], *,
              images: bool = False, demonstrations: bool = False, encode: Callable | None = None,
-             featurize: Callable | None = None, running_only: bool = False) -> EpisodeResults:
+             featurize: Callable | None = None, running_only: bool = False, track: Callable | None = None) -> EpisodeResults:
         """Run ``act`` (observation -> actions) until every episode has ended. With
         ``running_only`` the observation holds the episodes still running and ``act`` returns
         their actions (finished ones are sent STOP, which they ignore): no forward pass or
         image stack is spent on an episode that has ended."""
-        self.start(examples, images, demonstrations, encode, featurize)
+        self.start(examples, images, demonstrations, encode, featurize, track)
         returns = torch.zeros(len(examples), dtype=torch.float64, device=self.device)
         while not self.env.all_done:
             actions = self._act_running(act)[1] if running_only else act(self.observe())

@@ -62,7 +62,8 @@ class ContextualBanditLoop(L.Callback):
             return actions
 
         rollout = self.runner.record(examples, sample, encode=policy.encode_instructions,
-                                     featurize=getattr(policy, "instruction_features", None))
+                                     featurize=getattr(policy, "instruction_features", None),
+                                     track=getattr(policy, "image_tracker", None))
         rollout["blocks"] = torch.cat(sampled_blocks)
         rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])

@@ -24,6 +24,7 @@ from zoo.scratch import ScratchBuffers
 from zoo.blocks.vocab import Vocabulary
 from zoo.models import block_objectives as objectives
 from zoo.models.blocks_agent import BlocksAgent
+from zoo.models.incremental_conv import FirstConvolutionTracker
 from zoo.registry import register_model
 
 INITIALISATIONS = ("glorot", "original")
@@ -78,30 +79,44 @@ class ImageEncoder(nn.Module):
         """Embeddings [B, out_dim] of standardised stacks [B, 15, H, W], or of
         :class:`~zoo.blocks.observation.RawStacks` (standardised inside, see :meth:`_folded`)."""
         if isinstance(images, RawStacks):
-            return self._folded(images.pixels, images.mean, images.scale, images.rotation, images.slot_channels)
+            return self._folded(images.pixels, images.mean, images.scale, images.rotation, images.slot_channels,
+                                images.response)
         return self.project(self.convolutions(images).flatten(1))
 
     def _folded(self, pixels: torch.Tensor, mean: torch.Tensor, scale: torch.Tensor, rotation: int = 0,
-                slot_channels: int = 3) -> torch.Tensor:
+                slot_channels: int = 3, response: torch.Tensor | None = None) -> torch.Tensor:
         """The embedding of ``standardize(pixels / 255)`` computed without standardising the
         pixels: per-image standardisation is affine per stack, so it moves past the first
         (linear) convolution, ``conv(x) = (conv'(pixels) / 255 - mean·conv'(1)) / scale + bias``,
         where ``conv'`` is the convolution without bias and ``conv'(1)`` its response to an
         all-ones image with zero padding: 30x30 outputs per channel instead of 15x120x120 inputs.
         Pixels whose history slots are stored rotated (see RawStacks) meet weights rolled the
-        same way, which is the same sum of products."""
+        same way, which is the same sum of products. A ``response`` kept current by a
+        :class:`~zoo.models.incremental_conv.FirstConvolutionTracker` stands for ``conv'(pixels)``
+        where no gradient is wanted (it is detached from the weights)."""
         first: nn.Conv2d = self.convolutions[0]
-        weight = first.weight
-        if rotation:
-            out_channels, in_channels = weight.shape[:2]
-            by_slot = weight.view(out_channels, in_channels // slot_channels, slot_channels, *weight.shape[2:])
-            weight = by_slot.roll(rotation, dims=1).view_as(weight)
-        pixels = pixels.contiguous(memory_format=torch.channels_last)  # a no-op for our producers' buffers
-        raw = F.conv2d(pixels, weight, None, first.stride, first.padding)
-        ones = pixels.new_ones(1, 1, *pixels.shape[-2:])
-        response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
-        # In the output's layout, or the broadcast below falls off the vectorised path (2.2x slower).
-        response_to_ones = response_to_ones.contiguous(memory_format=torch.channels_last)
+        tracked = (response is not None and response.tracker.serves(first.weight)
+                   and not (torch.is_grad_enabled() and first.weight.requires_grad))
+        if tracked:
+            raw = response.values.clone()  # the tracker's state stays its own
+        elif pixels is None:
+            raise ValueError("these stacks carry only a tracked first-convolution response, which this model "
+                             "cannot use here (another model's, or with gradients): observe with pixels")
+        else:
+            weight = first.weight
+            if rotation:
+                out_channels, in_channels = weight.shape[:2]
+                by_slot = weight.view(out_channels, in_channels // slot_channels, slot_channels, *weight.shape[2:])
+                weight = by_slot.roll(rotation, dims=1).view_as(weight)
+            pixels = pixels.contiguous(memory_format=torch.channels_last)  # a no-op for our producers' buffers
+            raw = F.conv2d(pixels, weight, None, first.stride, first.padding)
+        if tracked:
+            response_to_ones = response.tracker.ones
+        else:
+            ones = pixels.new_ones(1, 1, *pixels.shape[-2:])
+            response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
+            # In the output's layout, or the broadcast below falls off the vectorised path (2.2x slower).
+            response_to_ones = response_to_ones.contiguous(memory_format=torch.channels_last)
         shape = (-1, 1, 1, 1)
         mean, scale = mean.to(raw.dtype).view(shape), scale.to(raw.dtype).view(shape)
         # In place on the convolution's output (its backward does not need it): no new
@@ -291,6 +306,12 @@ class BlockPolicy(BlocksAgent):
         nn.init.zeros_(self.direction_head.bias)
 
     # ------------------------------------------------------------------ inputs
+    def image_tracker(self) -> FirstConvolutionTracker:
+        """A tracker of the first convolution through one rollout (EpisodeRunner's ``track``):
+        each step convolves only the window the moved block changed. For rollouts without
+        gradients (evaluation, sampling); built from the weights as they are now."""
+        return FirstConvolutionTracker(self.image.convolutions[0], slots=self.hparams.history + 1)
+
     def encode_instructions(self, texts: list[str]) -> tuple[torch.Tensor, torch.Tensor]:
         tokens, lengths = self.vocabulary.encode_batch(texts)
         return tokens.to(self.device), lengths
