@@ -57,17 +57,21 @@ class FirstConvolutionTracker:
         """Start every episode from ``frames`` [B, channels, H, W] (raw pixels) after ``slots-1``
         all-zero frames."""
         first = frames.to(self.by_slot.dtype).contiguous(memory_format=torch.channels_last)
-        self.first = F.conv2d(first, self.by_slot, None, self.stride, self.padding)  # [B, slots*O, R, R]
-        self.size = self.first.shape[-1]
+        dense = F.conv2d(first, self.by_slot, None, self.stride, self.padding)  # [B, slots*O, R, R]
+        self.size = dense.shape[-1]
+        # Responses are kept position-major ([B, R, R, channels], a channels-last layout): a
+        # window's output at one position is then a contiguous row of channels, and adding a
+        # window is one indexed add of rows.
+        self.first = dense.permute(0, 2, 3, 1).contiguous()  # [B, R, R, slots*O]
         batch = len(frames)
         # The response to an all-ones stack with zero padding: what standardisation folds with.
         ones = first.new_ones(1, 1, *frames.shape[-2:])
         self.ones = F.conv2d(ones, self.weight.detach().sum(1, keepdim=True), None, self.stride, self.padding)
         self.ones = self.ones.contiguous(memory_format=torch.channels_last)
         newest = slice((self.slots - 1) * self.outputs, None)
-        self.current = self.first[:, newest].contiguous()  # the response at step 0: the first frame, newest slot
+        self.current = self.first[..., newest].contiguous()  # the response at step 0: the first frame, newest slot
         self.count = torch.zeros(batch, dtype=torch.long)  # frames pushed since the first
-        self.changes = torch.zeros(batch, self.slots, self.slots * self.outputs, WINDOW, WINDOW, dtype=self.first.dtype)
+        self.changes = torch.zeros(batch, self.slots, WINDOW * WINDOW, self.slots * self.outputs, dtype=self.first.dtype)
         self.corner = torch.zeros(batch, self.slots, 2, dtype=torch.long)  # each change's first output row, column
         # Each episode's latest frame inside a zero border as wide as the padding, its sides a
         # whole number of strides: a patch is then 9 x 9 blocks of stride x stride pixels.
@@ -90,38 +94,36 @@ class FirstConvolutionTracker:
             return
         patches = self._patches(episodes, frames, corner)
         columns = F.unfold(patches, self.kernel, stride=self.stride)  # [n, c*k*k, WINDOW²]
-        change = (columns.transpose(1, 2) @ self.columns).transpose(1, 2)  # [n, slots*O, WINDOW²]
+        change = columns.transpose(1, 2) @ self.columns  # [n, WINDOW², slots*O]: position-major
         self.count[episodes] += 1
         count = self.count[episodes]
         ring = count % self.slots
-        self.changes[episodes, ring] = change.reshape(len(episodes), -1, WINDOW, WINDOW)
+        self.changes[episodes, ring] = change
         self.corner[episodes, ring] = corner
         window = torch.arange(WINDOW)
-        flat = self.current.view(-1)
         targets, values = [], []
         for slot in range(self.slots):
             frame = count - (self.slots - 1) + slot  # the frame now in history slot `slot`
             block = slice(slot * self.outputs, (slot + 1) * self.outputs)
             entering = frame == 0  # the first frame reaching this slot: dense
             if bool(entering.any()):
-                self.current[episodes[entering]] += self.first[episodes[entering], block]
+                self.current[episodes[entering]] += self.first[episodes[entering], ..., block]
             changed = frame >= 1  # a later frame: its change since the frame before, windowed
             if bool(changed.any()):
                 who, ring_slot = episodes[changed], frame[changed] % self.slots
-                corner_rows, corner_cols = self.corner[who, ring_slot, 0], self.corner[who, ring_slot, 1]
-                position = ((corner_rows[:, None] + window)[:, :, None] * self.size
-                            + (corner_cols[:, None] + window)[:, None, :]).view(len(who), 1, -1)
-                plane = (who[:, None] * self.outputs + torch.arange(self.outputs)[None]) * self.size**2
-                targets.append((plane[:, :, None] + position).reshape(-1))
-                values.append(self.changes[who, ring_slot, block].reshape(-1))
-        if targets:  # one scatter for every slot's windows
-            flat.index_add_(0, torch.cat(targets), torch.cat(values))
+                rows = self.corner[who, ring_slot, 0][:, None, None] + window[None, :, None]
+                cols = self.corner[who, ring_slot, 1][:, None, None] + window[None, None, :]
+                targets.append(((who[:, None, None] * self.size + rows) * self.size + cols).reshape(-1))
+                values.append(self.changes[who, ring_slot, :, block].reshape(-1, self.outputs))
+        if targets:  # every slot's windows in one add of rows of channels
+            self.current.view(-1, self.outputs).index_add_(0, torch.cat(targets), torch.cat(values))
 
     def response(self, episodes: torch.Tensor) -> "TrackedResponse":
         """The bias-free response [E, O, R, R] to the raw stacks of ``episodes`` (a view when
         they are all the episodes, in order)."""
         everyone = len(episodes) == len(self.current) and bool((episodes == torch.arange(len(episodes))).all())
-        return TrackedResponse(self.current if everyone else self.current[episodes], self)
+        values = self.current if everyone else self.current[episodes]
+        return TrackedResponse(values.permute(0, 3, 1, 2), self)  # [E, O, R, R], channels-last strides
 
     def _corners(self, bounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The first output row and column of each change's window (the first output a changed
