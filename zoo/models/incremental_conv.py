@@ -70,15 +70,17 @@ class FirstConvolutionTracker:
         self.ones = self.ones.contiguous(memory_format=torch.channels_last)
         newest = slice((self.slots - 1) * self.outputs, None)
         self.current = self.first[..., newest].contiguous()  # the response at step 0: the first frame, newest slot
-        self.count = torch.zeros(batch, dtype=torch.long)  # frames pushed since the first
-        self.changes = torch.zeros(batch, self.slots, WINDOW * WINDOW, self.slots * self.outputs, dtype=self.first.dtype)
-        self.corner = torch.zeros(batch, self.slots, 2, dtype=torch.long)  # each change's first output row, column
+        device = frames.device
+        self.count = torch.zeros(batch, dtype=torch.long, device=device)  # frames pushed since the first
+        self.changes = torch.zeros(batch, self.slots, WINDOW * WINDOW, self.slots * self.outputs, dtype=self.first.dtype,
+                                   device=device)
+        self.corner = torch.zeros(batch, self.slots, 2, dtype=torch.long, device=device)  # each change's first output row, column
         # Each episode's latest frame inside a zero border as wide as the padding, its sides a
         # whole number of strides: a patch is then 9 x 9 blocks of stride x stride pixels.
         height, width = frames.shape[-2:]
         border = self.padding + (-(height + 2 * self.padding)) % self.stride
         self.latest = torch.zeros(batch, self.channels, height + self.padding + border, width + self.padding + border,
-                                  dtype=frames.dtype)
+                                  dtype=frames.dtype, device=device)
         self.interior = (slice(self.padding, self.padding + height), slice(self.padding, self.padding + width))
         self.latest[:, :, self.interior[0], self.interior[1]] = frames
         self.active = True
@@ -100,7 +102,7 @@ class FirstConvolutionTracker:
         ring = count % self.slots
         self.changes[episodes, ring] = change
         self.corner[episodes, ring] = corner
-        window = torch.arange(WINDOW)
+        window = torch.arange(WINDOW, device=episodes.device)
         targets, values = [], []
         for slot in range(self.slots):
             frame = count - (self.slots - 1) + slot  # the frame now in history slot `slot`
@@ -121,14 +123,14 @@ class FirstConvolutionTracker:
     def response(self, episodes: torch.Tensor) -> "TrackedResponse":
         """The bias-free response [E, O, R, R] to the raw stacks of ``episodes`` (a view when
         they are all the episodes, in order)."""
-        everyone = len(episodes) == len(self.current) and bool((episodes == torch.arange(len(episodes))).all())
+        everyone = len(episodes) == len(self.current) and bool((episodes == torch.arange(len(episodes), device=episodes.device)).all())
         values = self.current if everyone else self.current[episodes]
         return TrackedResponse(values.permute(0, 3, 1, 2), self)  # [E, O, R, R], channels-last strides
 
     def _corners(self, bounds: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """The first output row and column of each change's window (the first output a changed
         pixel reaches), and whether every output it reaches is inside the window."""
-        corners, fits = [], torch.ones(len(bounds), dtype=torch.bool)
+        corners, fits = [], torch.ones(len(bounds), dtype=torch.bool, device=bounds.device)
         s, p, k, last = self.stride, self.padding, self.kernel, self.size - WINDOW
         for low, high in ((bounds[:, 0], bounds[:, 1]), (bounds[:, 2], bounds[:, 3])):
             start = torch.div(low + p - k + 1 + s - 1, s, rounding_mode="floor").clamp(0, last)
@@ -142,7 +144,7 @@ class FirstConvolutionTracker:
         span] (zero outside the image, where the convolution pads), gathered as 9 x 9 blocks of
         stride x stride pixels in one indexing; then ``frames`` become the latest."""
         blocks = self.span // self.stride
-        steps = torch.arange(blocks)
+        steps = torch.arange(blocks, device=corner.device)
         rows = (corner[:, 0, None] + steps)[:, :, None]
         cols = (corner[:, 1, None] + steps)[:, None, :]
         which = episodes[:, None, None]
