@@ -97,12 +97,14 @@ def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_ali
     stacks = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
     with torch.no_grad():
         reference = policy.image(stacks)
-        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"],
-                                                   *torch.unique(rollout["episodes"], return_inverse=True))
+        groups = torch.unique(rollout["episodes"], return_inverse=True)
+        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], *groups)
+        with_sums = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], *groups, rollout["frame_sums"])
         runner = EpisodeRunner(datamodule.renderer)
         runner.start(datamodule.train_examples[:3], images=True, demonstrations=False)
         raw = runner.observe().images
         torch.testing.assert_close(raw.standardized(), stacks[rollout["steps"] == 0], atol=1e-4, rtol=1e-4)
         folded = policy.image(raw)
     torch.testing.assert_close(from_frames, reference, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(with_sums, reference, atol=1e-3, rtol=1e-4)  # the rollout's own frame sums
     torch.testing.assert_close(folded, reference[rollout["steps"] == 0], atol=1e-3, rtol=1e-4)

@@ -171,6 +171,12 @@ class HistoryStack:
         self._sums.index_copy_(0, rows, sums)
         self._stale[rows] = False
 
+    def newest_sums(self, episodes: torch.Tensor) -> torch.Tensor:
+        """Sum and sum of squares [E, 2] (float64, of the raw pixel values) of the newest frame
+        of each of ``episodes``: computed once, as for the observations that standardise with them."""
+        self._refresh_sums()
+        return self._sums[episodes * self.slots + self._head[episodes]]
+
     def _rows(self, episodes: torch.Tensor | None = None) -> torch.Tensor:
         """Ring rows of each episode's stack (of ``episodes``, default all), oldest first,
         flattened ``[E * (K+1)]``."""

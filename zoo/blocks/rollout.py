@@ -170,15 +170,21 @@ class EpisodeRunner:
         """Play with images, letting ``choose`` (observation of the running episodes -> their
         actions) decide, and log every decision: ``steps``, ``episodes``, ``actions``,
         ``previous`` (action before it), ``rewards``, ``done``, plus ``frames`` (uint8
-        [T+1, B, 3, H, W]) and the instructions' ``tokens``/``lengths``. What learning from
+        [T+1, B, 3, H, W]), their pixel ``frame_sums`` ([T+1, B, 2]: sum, sum of squares) and the
+        instructions' ``tokens``/``lengths``. What learning from
         experience needs, for any way of choosing actions."""
         self.start(examples, images=True, demonstrations=False, encode=encode, featurize=featurize, track=track)
         log = {key: [] for key in ("steps", "episodes", "actions", "previous", "rewards", "done")}
+        everyone = torch.arange(len(examples), device=self.device)
+        sums = [self.stack.newest_sums(everyone)]  # each frame's pixel sums, computed once for the stack
         step = 0
         while not self.env.all_done:
             index, actions = self._act_running(choose)
             previous = self.env.previous_action.clone()
             outcome, reward = self.step(actions)
+            acted = outcome.acted.nonzero().squeeze(1)
+            sums.append(sums[-1].clone())
+            sums[-1][acted] = self.stack.newest_sums(acted)
             rewards = reward[index] if reward is not None else torch.zeros(len(index), dtype=torch.float64, device=self.device)
             for key, value in (("steps", torch.full_like(index, step)), ("episodes", index), ("actions", actions[index]),
                                ("previous", previous[index]), ("rewards", rewards), ("done", outcome.done[index])):
@@ -186,6 +192,7 @@ class EpisodeRunner:
             step += 1
         record = {key: torch.cat(values) for key, values in log.items()}
         record["frames"] = torch.stack(self.frames)
+        record["frame_sums"] = torch.stack(sums)  # [T+1, B, 2]: sum and sum of squares of each frame's pixels
         record["tokens"], record["lengths"] = self.tokens, self.lengths
         return record
 
