@@ -22,6 +22,15 @@ def standardization(sums: torch.Tensor, squares: torch.Tensor, count: int, pixel
     return mean, variance.sqrt().clamp(min=1.0 / math.sqrt(count))
 
 
+def pixel_sums(rows: torch.Tensor, out: torch.Tensor | None = None) -> torch.Tensor:
+    """Sum and sum of squares [N, 2] (float64) of each row of pixel values [N, D]: what a
+    stack's standardisation is built from, one frame at a time. float64 because the variance
+    is a difference of two large sums (float32 loses 1e-4); ``out`` may be a reused float64
+    [N, D] buffer for the converted values."""
+    values = (out if out is not None else torch.empty(rows.shape, dtype=torch.float64, device=rows.device)).copy_(rows)
+    return torch.stack([values.sum(1), torch.linalg.vector_norm(values, dim=1).square()], 1)
+
+
 def standardize(stack: torch.Tensor, inplace: bool = False) -> torch.Tensor:
     """Per-sample ``(x - mean) / max(std, 1 / sqrt(C*H*W))`` over the whole ``[B, C, H, W]``
     stack: TensorFlow's ``per_image_standardization``, which the agent applied to its 15-channel
@@ -164,11 +173,8 @@ class HistoryStack:
         rows = torch.nonzero(self._stale, as_tuple=True)[0]
         if rows.numel() == 0:
             return
-        # float64: the variance is a difference of two large sums (float32 loses 1e-4).
         values = self._buffer("values", (rows.numel(), self._ring.shape[1]), torch.float64)
-        values.copy_(self._ring.index_select(0, rows))
-        sums = torch.stack([values.sum(1), torch.linalg.vector_norm(values, dim=1).square()], 1)
-        self._sums.index_copy_(0, rows, sums)
+        self._sums.index_copy_(0, rows, pixel_sums(self._ring.index_select(0, rows), out=values))
         self._stale[rows] = False
 
     def newest_sums(self, episodes: torch.Tensor) -> torch.Tensor:

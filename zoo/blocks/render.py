@@ -479,7 +479,8 @@ class BoardRenderer:
         frame: the union of the windows :meth:`render` draws it in (its top face and the two
         side faces perspective may reveal). Moving one block changes a frame only inside its
         footprints before and after the move (the pixels it uncovers or covers): what an
-        incremental first convolution needs to know (``benchmarks/blocks_incremental_conv.py``)."""
+        incremental first convolution needs to know (:meth:`move_window`,
+        ``zoo.models.incremental_conv``)."""
         positions = torch.as_tensor(positions, device=self.device).to(torch.float32)
         half = BLOCK_SIZE / 2
         across = torch.stack([positions[..., 0] - CAMERA_X, positions[..., 1]], -1)  # columns, rows
@@ -499,6 +500,17 @@ class BoardRenderer:
             low, high = torch.minimum(low, side_low), torch.maximum(high, side_high)
         low, high = low.clamp(0, IMAGE_SIZE - 1), high.clamp(0, IMAGE_SIZE - 1)
         return torch.stack([low[..., 1], high[..., 1], low[..., 0], high[..., 0]], -1)
+
+    def move_window(self, before: torch.Tensor, after: torch.Tensor) -> torch.Tensor:
+        """Inclusive bounds ``[B, 4]`` (as :meth:`footprint`) holding every pixel that differs
+        between the frames of boards ``before`` and ``after`` ``[B, 20, 2]``, which differ in
+        at most one block: that block's footprints before and after, together (a board
+        without a move gets block 0's footprint, where nothing changed)."""
+        rows = torch.arange(len(before), device=before.device)
+        block = (before != after).any(-1).to(torch.uint8).argmax(1)
+        old, new = self.footprint(before[rows, block]), self.footprint(after[rows, block])
+        low, high = torch.minimum(old, new), torch.maximum(old, new)
+        return torch.stack([low[:, 0], high[:, 1], low[:, 2], high[:, 3]], 1)
 
     @staticmethod
     def _window(first: torch.Tensor, span) -> tuple[torch.Tensor, torch.Tensor]:

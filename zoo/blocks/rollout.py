@@ -84,7 +84,7 @@ class EpisodeRunner:
             first = self._render()
             self.stack.reset(first)
             self.frames = [first]
-            self.tracker = track() if track is not None and hasattr(self.renderer, "footprint") else None
+            self.tracker = track() if track is not None and hasattr(self.renderer, "move_window") else None
             if self.tracker is not None:
                 self.tracker.reset(first)
 
@@ -146,14 +146,8 @@ class EpisodeRunner:
 
     def _track(self, acted: torch.Tensor, before: torch.Tensor, frame: torch.Tensor) -> None:
         """Tell the tracker what the episodes that acted changed: the moved block's footprints
-        before and after its move (a blocked move changes nothing; the window is then empty)."""
-        after = self.env.positions[acted]
-        before = before[acted]
-        block = (before != after).any(-1).to(torch.uint8).argmax(1)
-        rows = torch.arange(len(acted), device=self.device)
-        old, new = self.renderer.footprint(before[rows, block]), self.renderer.footprint(after[rows, block])
-        bounds = torch.stack([torch.minimum(old[:, 0], new[:, 0]), torch.maximum(old[:, 1], new[:, 1]),
-                              torch.minimum(old[:, 2], new[:, 2]), torch.maximum(old[:, 3], new[:, 3])], 1)
+        before and after its move (a blocked move changes nothing)."""
+        bounds = self.renderer.move_window(before[acted], self.env.positions[acted])
         self.tracker.push(acted, frame if len(acted) == len(frame) else frame[acted], bounds)
 
     def _act_running(self, choose: Callable[[BlocksObservation], torch.Tensor]) -> tuple[torch.Tensor, torch.Tensor]:

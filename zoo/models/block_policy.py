@@ -19,7 +19,7 @@ from torch.nn.utils.rnn import pack_padded_sequence, pad_packed_sequence
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_ACTIONS, NUM_DIRECTIONS, STOP
 from zoo.blocks.observation import BlocksObservation, RawStacks
-from zoo.blocks.history import standardization
+from zoo.blocks.history import pixel_sums, standardization
 from zoo.scratch import ScratchBuffers
 from zoo.blocks.vocab import Vocabulary
 from zoo.models import block_objectives as objectives
@@ -99,6 +99,7 @@ class ImageEncoder(nn.Module):
                    and not (torch.is_grad_enabled() and first.weight.requires_grad))
         if tracked:
             raw = response.values.clone()  # the tracker's state stays its own
+            response_to_ones = response.tracker.ones
         elif pixels is None:
             raise ValueError("these stacks carry only a tracked first-convolution response, which this model "
                              "cannot use here (another model's, or with gradients): observe with pixels")
@@ -110,9 +111,6 @@ class ImageEncoder(nn.Module):
                 weight = by_slot.roll(rotation, dims=1).view_as(weight)
             pixels = pixels.contiguous(memory_format=torch.channels_last)  # a no-op for our producers' buffers
             raw = F.conv2d(pixels, weight, None, first.stride, first.padding)
-        if tracked:
-            response_to_ones = response.tracker.ones
-        else:
             ones = pixels.new_ones(1, 1, *pixels.shape[-2:])
             response_to_ones = F.conv2d(ones, first.weight.sum(1, keepdim=True), None, first.stride, first.padding)
             # In the output's layout, or the broadcast below falls off the vectorised path (2.2x slower).
@@ -172,22 +170,13 @@ class ImageEncoder(nn.Module):
         dtype = self.convolutions[0].weight.dtype
         slots, channels, height, width = index.shape[1], frames.shape[1], frames.shape[-2], frames.shape[-1]
         stacks = self._stacks_channels_last(frames, index, dtype)
-        # Standardisation statistics of each stack from per-frame sums (float64, as standardize()),
-        # the zero frames (-1) contributing zeros.
-        if frame_sums is not None:
-            per_slot = frame_sums.to(torch.float64)[index.clamp(min=0)] * (index >= 0).unsqueeze(-1)  # [N, K+1, 2]
-            mean, scale = standardization(per_slot[..., 0].sum(1), per_slot[..., 1].sum(1),
-                                          slots * channels * height * width, pixel_scale=255.0)
-            return self._folded(stacks, mean, scale)
-        named, slot_frame = torch.unique(index.clamp(min=-1), return_inverse=True)
-        real = named >= 0
-        values = self._scratch.get("frame_values", (int(real.sum()), channels * height * width), dtype, frames.device)
-        values.copy_(frames.reshape(len(frames), -1)[named[real]])
-        sums = torch.zeros(len(named), dtype=torch.float64, device=frames.device)
-        squares = torch.zeros_like(sums)
-        sums[real] = values.sum(1, dtype=torch.float64)
-        squares[real] = torch.linalg.vector_norm(values, dim=1).double().square()
-        mean, scale = standardization(sums[slot_frame].sum(1), squares[slot_frame].sum(1),
+        if frame_sums is None:  # each frame a context names, summed once (not once per stack it is in)
+            named = torch.unique(index[index >= 0])
+            frame_sums = torch.zeros(len(frames), 2, dtype=torch.float64, device=frames.device)
+            frame_sums[named] = pixel_sums(frames.reshape(len(frames), -1)[named])
+        # Each stack's statistics from its frames' sums, the zero frames (-1) contributing zeros.
+        per_slot = frame_sums.to(torch.float64)[index.clamp(min=0)] * (index >= 0).unsqueeze(-1)  # [N, K+1, 2]
+        mean, scale = standardization(per_slot[..., 0].sum(1), per_slot[..., 1].sum(1),
                                       slots * channels * height * width, pixel_scale=255.0)
         return self._folded(stacks, mean, scale)
 

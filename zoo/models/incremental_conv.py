@@ -1,5 +1,6 @@
 """The first convolution of a Blocks policy kept current through a rollout by convolving only
-what changed (issue 11's moved floor; the arithmetic is ``benchmarks/blocks_incremental_conv.py``'s).
+what changed (issue 11's moved floor; measured against the dense convolution by
+``benchmarks/blocks_incremental_conv.py``).
 
 Between two steps of an episode one block moves, so a frame differs from the one before it
 only inside the moved block's footprints before and after (``BoardRenderer.footprint``:
