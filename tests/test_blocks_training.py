@@ -9,6 +9,8 @@ import pytest
 import torch
 from safetensors.torch import load_file
 
+from zoo.callbacks.epoch_metrics import read_epoch_metrics
+
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.py"
 TINY = [
     "data.source=procedural",
@@ -63,6 +65,11 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     assert first.keys() == second.keys()
     for name in first:
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
+    # The per-epoch metrics file tells the same story whatever the interruption.
+    curves = [read_epoch_metrics(run) for run in (straight, interrupted)]
+    assert [row["epoch"] for row in curves[0]] == [row["epoch"] for row in curves[1]] == [0, 1]
+    assert [row["tuning/mean_error"] for row in curves[0]] == [row["tuning/mean_error"] for row in curves[1]]
+    assert all(row["train_seconds"] > 0 and row["dev/mean_error"] >= 0 for row in curves[1])
 
 
 @pytest.mark.parametrize(
@@ -153,6 +160,11 @@ def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):
     first, second = weights(straight), weights(interrupted)
     for name in first:
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
+    # The per-epoch metrics file tells the same story whatever the interruption.
+    curves = [read_epoch_metrics(run) for run in (straight, interrupted)]
+    assert [row["epoch"] for row in curves[0]] == [row["epoch"] for row in curves[1]] == [0, 1]
+    assert [row["tuning/mean_error"] for row in curves[0]] == [row["tuning/mean_error"] for row in curves[1]]
+    assert all(row["train_seconds"] > 0 and row["dev/mean_error"] >= 0 for row in curves[1])
 
 
 def test_replay_memory_keeps_the_newest_rows_of_an_oversized_batch():

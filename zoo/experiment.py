@@ -260,7 +260,9 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
     output is not a terminal (background runs), to a progress bar otherwise; no layer table
-    unless ``--verbose`` (or ``trainer.enable_model_summary=true``)."""
+    unless ``--verbose`` (or ``trainer.enable_model_summary=true``); each validation's metrics
+    appended to ``run_dir/metrics.jsonl``."""
+    from zoo.callbacks.epoch_metrics import EpochMetricsFile
     from zoo.callbacks.progress_log import ProgressLog
 
     from zoo import console
@@ -271,7 +273,8 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
     terminal = sys.stderr.isatty()
-    callbacks = [*callbacks, ProgressLog(lines=not terminal)]  # on a terminal the bar shows progress
+    callbacks = [*callbacks, ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
+                 EpochMetricsFile(run_dir)]  # curves and tables without W&B: run_dir/metrics.jsonl
     if not terminal:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

@@ -22,6 +22,7 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
 from zoo.callbacks import ContextualBanditLoop, DQNLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
+from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
     checkpointing,
     fit_resuming,
@@ -75,7 +76,7 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
 def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, run_dir: Path,
         extra_callbacks: list = (), max_epochs: int | None = None) -> BlockPolicy:
     """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained."""
-    callbacks = [*extra_callbacks, *evaluation_callbacks(config, datamodule, run_dir),
+    callbacks = [*extra_callbacks, TrainClock(), *evaluation_callbacks(config, datamodule, run_dir),
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
     trainer_config = config.trainer.copy()
     if max_epochs is not None:
