@@ -1,0 +1,57 @@
+"""tools/blocks_seeds.py: each seed's best epoch by dev (the paper's rule), read from its metrics.jsonl."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+import torch
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def load(name: str, path: Path):
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def seeds():
+    return load("blocks_seeds", REPO / "tools" / "blocks_seeds.py")
+
+
+def write_metrics(run_dir: Path, rows: list[dict]) -> None:
+    run_dir.mkdir(parents=True)
+    (run_dir / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+
+
+def test_the_best_epoch_is_the_lowest_dev_error_and_a_revalidated_epoch_counts_once(tmp_path, seeds):
+    write_metrics(tmp_path / "bandit-s1", [
+        {"epoch": 0, "step": 10, "train_seconds": 5.0, "tuning/mean_error": 4.2, "dev/mean_error": 4.1},
+        {"epoch": 1, "step": 20, "train_seconds": 9.0, "tuning/mean_error": 4.0, "dev/mean_error": 3.7},
+        {"epoch": 1, "step": 20, "train_seconds": 9.5, "tuning/mean_error": 4.0, "dev/mean_error": 3.9},  # resumed
+        {"epoch": 2, "step": 30, "train_seconds": 14.0, "tuning/mean_error": 3.9, "dev/mean_error": 3.8},
+    ])
+    rows = seeds.collect(tmp_path, [1], None)
+    assert [r["dev_mean"] for r in rows] == [4.1, 3.9, 3.8]  # the last line of epoch 1 stands
+    assert seeds.best_by_dev(rows)[1]["epoch"] == 2  # by dev, although tuning prefers the same here
+
+
+def test_export_saves_the_best_dev_epochs_weights(tmp_path, seeds):
+    training = load("blocks_training_tests", REPO / "tests" / "test_blocks_training.py")
+    run_dir = tmp_path / "bandit"
+    training.recipe().main([*training.TINY, "method=bandit", f"run_dir={run_dir}"])
+    rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
+    best = min(rows, key=lambda r: r["dev/mean_error"])["epoch"]
+
+    out = seeds.export(run_dir, None)
+
+    from safetensors.torch import load_file
+    exported = load_file(str(out / "model.safetensors"))
+    epoch = torch.load(run_dir / "checkpoints" / f"epoch{best:03d}.ckpt", map_location="cpu", weights_only=True)
+    for name, tensor in exported.items():
+        torch.testing.assert_close(tensor, epoch["state_dict"][name], rtol=0, atol=0, msg=name)

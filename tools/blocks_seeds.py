@@ -1,0 +1,143 @@
+"""The Blocks seeds (tools/blocks_seed.sh): their learning curves, and each seed's best epoch by dev.
+
+    python tools/blocks_seeds.py report --seeds 0 1 2 --json docs/results/blocks_seeds.json \
+        --plot docs/results/blocks_seeds.png [--recorded docs/results/blocks_seed0_recorded.json]
+    python tools/blocks_seeds.py export runs/blocks/bandit-s1            # -> runs/blocks/bandit-s1/best-dev
+
+``report`` reads each seed's ``metrics.jsonl`` (``runs/blocks/sup-orig-sN`` for the supervised
+start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9) and
+plots the dev mean error after each bandit epoch, one line per seed, beside the paper's
+figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
+they ran (a JSON list of ``{"seed", "stage", "epoch", "tuning", "dev_mean", "dev_median"}``).
+
+``export`` applies the paper's selection rule (the epoch with the lowest dev mean error) and
+saves that epoch's policy with ``save_pretrained``: what ``zoo eval blocks --model`` and the
+ensemble take. Needs matplotlib for the plot (``pip install -e .[plots]``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+PAPER_DEV = {"bandit (F1+F2), paper": 3.60, "supervised, paper": 4.65}
+
+
+def run_rows(run_dir: Path, seed: int, stage: str) -> list[dict]:
+    from zoo.callbacks.epoch_metrics import read_epoch_metrics
+
+    if not (run_dir / "metrics.jsonl").is_file():
+        return []
+    rows = []
+    for row in read_epoch_metrics(run_dir):
+        if row.get("dev/mean_error") is None:
+            continue
+        rows.append({"seed": seed, "stage": stage, "epoch": row["epoch"], "tuning": row.get("tuning/mean_error"),
+                     "dev_mean": row["dev/mean_error"], "dev_median": row.get("dev/median_error"),
+                     "train_seconds": row.get("train_seconds"), "source": str(run_dir)})
+    return rows
+
+
+def collect(runs: Path, seeds: list[int], recorded: Path | None) -> list[dict]:
+    rows = json.loads(recorded.read_text()) if recorded else []
+    for seed in seeds:
+        rows += run_rows(runs / f"sup-orig-s{seed}", seed, "supervised")
+        rows += run_rows(runs / f"bandit-s{seed}", seed, "bandit")
+    return rows
+
+
+def best_by_dev(rows: list[dict]) -> dict[int, dict]:
+    """Each seed's bandit epoch with the lowest dev mean error (the paper's rule)."""
+    best: dict[int, dict] = {}
+    for row in rows:
+        if row["stage"] == "bandit" and (row["seed"] not in best or row["dev_mean"] < best[row["seed"]]["dev_mean"]):
+            best[row["seed"]] = row
+    return best
+
+
+def plot(rows: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.8), dpi=120)
+    colours = plt.get_cmap("tab10").colors
+    for seed in sorted({row["seed"] for row in rows}):
+        colour = colours[seed % 10]
+        start = [r for r in rows if r["seed"] == seed and r["stage"] == "supervised"]
+        bandit = sorted((r for r in rows if r["seed"] == seed and r["stage"] == "bandit"), key=lambda r: r["epoch"])
+        xs = [0] * bool(start) + [r["epoch"] + 1 for r in bandit]
+        dev = [start[-1]["dev_mean"]] * bool(start) + [r["dev_mean"] for r in bandit]
+        axis.plot(xs, dev, "o-", color=colour, label=f"seed {seed}, dev")
+        tuning = [(r["epoch"] + 1, r["tuning"]) for r in bandit if r.get("tuning") is not None]
+        if tuning:
+            axis.plot(*zip(*tuning), "x:", color=colour, alpha=0.7, label=f"seed {seed}, tuning")
+    for (name, value), style in zip(PAPER_DEV.items(), ("--", "-.")):
+        axis.axhline(value, color="grey", linestyle=style, linewidth=1)
+        axis.annotate(name, (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
+                      ha="right", color="grey", fontsize=8)
+    axis.set_xlabel("bandit epochs (11,196 episodes each; 0 = the supervised start)")
+    axis.set_ylabel("mean distance error (block lengths)")
+    axis.set_title("Blocks, contextual bandit with F1+F2 shaping, one line per seed")
+    axis.legend(fontsize=8, ncol=2)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out)
+
+
+def export(run_dir: Path, out: Path | None) -> Path:
+    """Saves the bandit run's best-by-dev epoch with ``save_pretrained``; returns where."""
+    from zoo.models.block_policy import BlockPolicy
+
+    rows = run_rows(run_dir, -1, "bandit")
+    if not rows:
+        raise SystemExit(f"blocks_seeds: {run_dir} has no metrics.jsonl with dev errors")
+    best = min(rows, key=lambda r: r["dev_mean"])
+    checkpoint = run_dir / "checkpoints" / f"epoch{best['epoch']:03d}.ckpt"
+    if not checkpoint.is_file():
+        raise SystemExit(f"blocks_seeds: {checkpoint} is missing")
+    policy = BlockPolicy.load_from_checkpoint(checkpoint, map_location="cpu", weights_only=True)
+    out = out or run_dir / "best-dev"
+    policy.save_pretrained(out)
+    print(f"epoch {best['epoch']} (dev {best['dev_mean']:.3f}, tuning {best['tuning']:.3f}) -> {out}")
+    return out
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    report = commands.add_parser("report", help="per-epoch table, best epochs, learning-curve plot")
+    report.add_argument("--runs", type=Path, default=Path("runs/blocks"))
+    report.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    report.add_argument("--recorded", type=Path, help="rows of seeds whose run directories are gone")
+    report.add_argument("--json", type=Path, help="write the rows and each seed's best epoch here")
+    report.add_argument("--plot", type=Path, help="write the learning curves here (PNG)")
+    exporting = commands.add_parser("export", help="save a bandit run's best epoch by dev")
+    exporting.add_argument("run_dir", type=Path)
+    exporting.add_argument("--out", type=Path)
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        export(args.run_dir, args.out)
+        return
+    rows = collect(args.runs, args.seeds, args.recorded)
+    best = best_by_dev(rows)
+    print(f"{'seed':>4} {'stage':<10} {'epoch':>5} {'tuning':>7} {'dev mean':>8} {'median':>7} {'hours':>6}")
+    for row in rows:
+        hours = f"{row['train_seconds'] / 3600:.2f}" if row.get("train_seconds") else "-"
+        tuning = f"{row['tuning']:.3f}" if row.get("tuning") is not None else "-"
+        median = f"{row['dev_median']:.3f}" if row.get("dev_median") is not None else "-"
+        mark = " *" if best.get(row["seed"]) is row else ""
+        print(f"{row['seed']:>4} {row['stage']:<10} {row['epoch']:>5} {tuning:>7} {row['dev_mean']:>8.3f} "
+              f"{median:>7} {hours:>6}{mark}")
+    if args.json:
+        args.json.write_text(json.dumps({"rows": rows, "best_by_dev": {str(k): v for k, v in best.items()}},
+                                        indent=1) + "\n")
+    if args.plot:
+        plot(rows, args.plot)
+
+
+if __name__ == "__main__":
+    main()
