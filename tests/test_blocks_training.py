@@ -48,6 +48,14 @@ class Crash(L.Callback):
             raise KeyboardInterrupt  # Lightning stops without saving, as a kill would
 
 
+def assert_same_curves(straight: Path, interrupted: Path) -> None:
+    """The per-epoch metrics file tells the same story whatever the interruption."""
+    curves = [read_epoch_metrics(run) for run in (straight, interrupted)]
+    assert [row["epoch"] for row in curves[0]] == [row["epoch"] for row in curves[1]] == [0, 1]
+    assert [row["tuning/mean_error"] for row in curves[0]] == [row["tuning/mean_error"] for row in curves[1]]
+    assert all(row["train_seconds"] > 0 and row["dev/mean_error"] >= 0 for row in curves[1])
+
+
 def weights(run_dir: Path) -> dict:
     return load_file(str(run_dir / "pretrained" / "model.safetensors"))
 
@@ -65,11 +73,23 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     assert first.keys() == second.keys()
     for name in first:
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
-    # The per-epoch metrics file tells the same story whatever the interruption.
-    curves = [read_epoch_metrics(run) for run in (straight, interrupted)]
-    assert [row["epoch"] for row in curves[0]] == [row["epoch"] for row in curves[1]] == [0, 1]
-    assert [row["tuning/mean_error"] for row in curves[0]] == [row["tuning/mean_error"] for row in curves[1]]
-    assert all(row["train_seconds"] > 0 and row["dev/mean_error"] >= 0 for row in curves[1])
+    assert_same_curves(straight, interrupted)
+
+
+def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
+    """A fresh clone carries a run's last.ckpt, not the start it was initialised from."""
+    start = tmp_path / "supervised"
+    recipe().main([*TINY, "method=supervised", "trainer.max_epochs=1", f"run_dir={start}"])
+    bandit = [*TINY, "method=bandit", f"bandit.init_from={start}/checkpoints/epoch000.ckpt"]
+    straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
+    recipe().main([*bandit, f"run_dir={straight}"])
+    with pytest.raises(SystemExit):
+        recipe().main([*bandit, f"run_dir={interrupted}"], extra_callbacks=[Crash(at_batch=3)])
+    (start / "checkpoints" / "epoch000.ckpt").unlink()
+    recipe().main([*bandit, f"run_dir={interrupted}"])
+    first, second = weights(straight), weights(interrupted)
+    for name in first:
+        torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
 
 
 @pytest.mark.parametrize(
@@ -160,11 +180,7 @@ def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):
     first, second = weights(straight), weights(interrupted)
     for name in first:
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
-    # The per-epoch metrics file tells the same story whatever the interruption.
-    curves = [read_epoch_metrics(run) for run in (straight, interrupted)]
-    assert [row["epoch"] for row in curves[0]] == [row["epoch"] for row in curves[1]] == [0, 1]
-    assert [row["tuning/mean_error"] for row in curves[0]] == [row["tuning/mean_error"] for row in curves[1]]
-    assert all(row["train_seconds"] > 0 and row["dev/mean_error"] >= 0 for row in curves[1])
+    assert_same_curves(straight, interrupted)
 
 
 def test_replay_memory_keeps_the_newest_rows_of_an_oversized_batch():

@@ -14,7 +14,8 @@ here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 runs="${ZOO_RUNS:-runs/blocks}"
 warmup="$runs/sup-orig-s$seed"
-if [ ! -f "$warmup/checkpoints/epoch001.ckpt" ]; then
+# The supervised start is needed only until the bandit has a last.ckpt of its own.
+if [ ! -f "$warmup/checkpoints/epoch001.ckpt" ] && [ ! -f "$runs/bandit-s$seed/checkpoints/last.ckpt" ]; then
   "$python" "$here/recipes/blocks_policy.py" method=supervised data.source=real data.supervised_schedule=replay \
     model.init=original trainer.max_epochs=2 threads=1 seed="$seed" run_dir="$warmup" evaluation.gifs=0
 fi

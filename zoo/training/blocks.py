@@ -30,6 +30,7 @@ from zoo.experiment import (
     load_run_checkpoint,
     make_logger,
     make_trainer,
+    resume_path,
     start_run,
 )
 from zoo.models.block_policy import BlockPolicy
@@ -106,7 +107,9 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
     loaded from ``init_from``) whose direction head is then re-initialised. With
     ``warmup_epochs=0`` and no ``init_from``, a random initialisation (the "w/o supervised
     init" ablation). DQN always starts from random weights: its Q head has no softmax to
-    inherit."""
+    inherit. A run resuming from its own ``last.ckpt`` takes the policy from there, so the
+    start it was initialised from need not exist any more (a fresh clone carries only the
+    run's state, ``tools/carry_runs.py``)."""
     bandit = config.bandit
     if config.method == "dqn":
         return BlockPolicy(vocabulary, **config.model, objective="dqn", head="q",
@@ -115,6 +118,9 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
                      entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
                      loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
                      gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
+    resuming = resume_path(run_dir)
+    if resuming:  # the run's own last.ckpt holds every weight: its start (init_from) may be gone by now
+        return BlockPolicy.load_from_checkpoint(resuming, map_location="cpu", weights_only=True, **overrides).train()
     if bandit.init_from:
         source = Path(bandit.init_from)
         if source.suffix == ".ckpt":
