@@ -5,9 +5,11 @@
 # bfloat16 at batch 64 on one thread (2.5x float32's speed at batch 16 on this CPU, measured by
 # benchmarks/light_sim_llm.py; its own cache key). Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model
-# only for the lines still missing; the corpus directory is written once, at the end.
+# only for the lines still missing; the corpus directory is written once, at the end. The line
+# cache lives under runs/ (runs/light-sim-v2-lines/, shared by the presets: the full corpus
+# reuses the small one's lines), so tools/carry_runs.py can carry it to the next session.
 set -euo pipefail
 preset="$1"; out="$2"; shift 2
 python="${PYTHON:-python}"
 exec "$python" -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm --speech-dtype bfloat16 \
-  --speech-batch-size 64 --threads 1 --json "$@"
+  --speech-batch-size 64 --threads 1 --line-cache runs/light-sim-v2-lines/smollm2-bfloat16.jsonl --json "$@"
