@@ -110,3 +110,16 @@ def test_symlinked_destination_is_refused(tmp_path):
     with pytest.raises(UnsafeDestinationError):
         check_replaceable(tmp_path / "link")
     assert (tmp_path / "real" / "data.txt").exists()
+
+
+def test_a_directory_another_writer_swaps_away_while_it_is_checked_counts_as_gone(tmp_path, monkeypatch):
+    """Concurrent writers of one corpus: between our look and our listing, another writer's
+    swap may move the directory aside. What vanished holds nothing of the user's."""
+    target = tmp_path / "corpus"
+    target.mkdir()
+
+    def swapped_away(self):
+        raise FileNotFoundError(2, "No such file or directory", str(self))
+
+    monkeypatch.setattr(Path, "iterdir", swapped_away)
+    assert check_replaceable(target) == target

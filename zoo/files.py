@@ -56,10 +56,13 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
     directory = Path(directory).expanduser()
     reason = _protected(directory)
     if reason is None and (directory.exists() or directory.is_symlink()):
-        if directory.is_symlink() or not directory.is_dir():
-            reason = "it exists and is not a directory"
-        elif not (directory / MARKER_NAME).is_file() and any(directory.iterdir()):
-            reason = "it is not empty and zoo did not write it"
+        try:
+            if directory.is_symlink() or not directory.is_dir():
+                reason = "it exists and is not a directory"
+            elif not (directory / MARKER_NAME).is_file() and any(directory.iterdir()):
+                reason = "it is not empty and zoo did not write it"
+        except FileNotFoundError:  # swapped away by another writer while we looked: nothing is there to lose
+            pass
     if reason:
         raise UnsafeDestinationError(f"refusing to replace {str(directory)!r}: {reason}; choose a new or empty directory")
     return directory
