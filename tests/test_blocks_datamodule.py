@@ -108,3 +108,37 @@ def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_ali
     torch.testing.assert_close(from_frames, reference, atol=1e-3, rtol=1e-4)
     torch.testing.assert_close(with_sums, reference, atol=1e-3, rtol=1e-4)  # the rollout's own frame sums
     torch.testing.assert_close(folded, reference[rollout["steps"] == 0], atol=1e-3, rtol=1e-4)
+
+
+def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_from():
+    """On-policy: before any step, the update's log p(action) of every decision of a rollout
+    equals what the policy gave that action when the rollout sampled it (tracked first
+    convolution, folded standardisation and per-episode instruction pass included)."""
+    from zoo.callbacks.contextual_bandit import ContextualBanditLoop
+    from zoo.models.block_policy import BlockPolicy
+
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 12, "dev": 4, "test": 4})
+    datamodule.setup()
+    torch.manual_seed(0)
+    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot").eval()
+    loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    sampled_log_p = []
+    sample = policy.sample
+
+    def recording(observation, generator):
+        actions, blocks = sample(observation, generator)
+        with torch.no_grad():
+            sampled_log_p.append(policy.action_log_probs(observation).gather(1, actions[:, None]).squeeze(1))
+        return actions, blocks
+
+    policy.sample = recording
+    rollout = loop.collect(policy, datamodule.train_examples[:4])
+    with torch.no_grad():
+        unique, inverse = torch.unique(rollout["episodes"], return_inverse=True)
+        images = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], unique, inverse,
+                                              rollout["frame_sums"])
+        lengths = rollout["lengths"][unique]
+        text = policy.instruction_features(rollout["tokens"][unique][:, : int(lengths.max())], lengths)[inverse]
+        block, direction = policy(images, None, None, rollout["previous"], text)
+        updated = policy.joint_log_probs(block, direction).gather(1, rollout["actions"][:, None]).squeeze(1)
+    torch.testing.assert_close(updated, torch.cat(sampled_log_p), atol=1e-3, rtol=1e-4)
