@@ -72,7 +72,7 @@ def test_a_dqn_head_acts_greedily_in_its_q_values_and_an_ensemble_averages_proba
 
 def test_blocks_policy_is_registered_and_released_names_share_the_namespace():
     assert "blocks-policy" in list_models("blocks-*")
-    assert set(list_pretrained()) - set(list_models()) <= {"blocks-bandit", "blocks-supervised"}
+    assert set(list_pretrained()) - set(list_models()) <= {"blocks-bandit", "blocks-bandit-ensemble", "blocks-supervised"}
     with pytest.raises(KeyError, match="no released weights"):
         create_model("blocks-random", pretrained=True)
 
