@@ -79,3 +79,16 @@ def test_a_carried_folder_zoo_did_not_write_is_left_alone(tmp_path, carry):
     with pytest.raises(SystemExit, match="did not write"):
         carry.save(tmp_path, ["runs/a/last.ckpt"])
     assert (tmp_path / "carried/notes.txt").read_bytes() == b"someone's own folder"
+
+
+def test_git_commits_what_is_carried_and_ignores_runs():
+    """carried/runs/... must not fall under the ignore rule for runs/ (it did, once: nothing but
+    the manifest was committed)."""
+    import subprocess
+
+    repo = TOOL.parent.parent
+    if not (repo / ".git").exists():
+        pytest.skip("not a git checkout")
+    ignored = subprocess.run(["git", "check-ignore", "carried/runs/blocks/x/last.ckpt", "runs/blocks/x/last.ckpt"],
+                             cwd=repo, capture_output=True, text=True).stdout.split()
+    assert ignored == ["runs/blocks/x/last.ckpt"]
