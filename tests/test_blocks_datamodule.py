@@ -134,11 +134,6 @@ def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_fr
     policy.sample = recording
     rollout = loop.collect(policy, datamodule.train_examples[:4])
     with torch.no_grad():
-        unique, inverse = torch.unique(rollout["episodes"], return_inverse=True)
-        images = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], unique, inverse,
-                                              rollout["frame_sums"])
-        lengths = rollout["lengths"][unique]
-        text = policy.instruction_features(rollout["tokens"][unique][:, : int(lengths.max())], lengths)[inverse]
-        block, direction = policy(images, None, None, rollout["previous"], text)
+        block, direction = policy.rollout_heads(rollout, torch.arange(len(rollout["episodes"])))
         updated = policy.joint_log_probs(block, direction).gather(1, rollout["actions"][:, None]).squeeze(1)
     torch.testing.assert_close(updated, torch.cat(sampled_log_p), atol=1e-3, rtol=1e-4)

@@ -13,6 +13,8 @@ from pathlib import Path
 
 import lightning as L
 
+from zoo.callbacks.train_clock import TrainClock
+
 FILE_NAME = "metrics.jsonl"
 
 
@@ -31,7 +33,7 @@ class EpochMetricsFile(L.Callback):
         if trainer.sanity_checking or not trainer.is_global_zero:
             return
         row: dict[str, float | int | None] = {"epoch": trainer.current_epoch, "step": trainer.global_step}
-        clock = next((c for c in trainer.callbacks if type(c).__name__ == "TrainClock"), None)
+        clock = next((c for c in trainer.callbacks if isinstance(c, TrainClock)), None)
         row["train_seconds"] = round(clock.seconds, 1) if clock is not None else None
         for name, value in sorted(trainer.callback_metrics.items()):
             try:

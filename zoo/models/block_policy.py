@@ -474,20 +474,24 @@ class BlockPolicy(BlocksAgent):
         ContextualBanditLoop collected."""
         if rows is None:
             rows = torch.arange(len(rollout["episodes"]))
-        episodes = rollout["episodes"][rows]
-        unique, inverse = torch.unique(episodes, return_inverse=True)
+        block, direction = self.rollout_heads(rollout, rows)
+        actions = rollout["actions"][rows].to(self.device)
+        blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
+        targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
+        return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
+                                               blocks=blocks, form=self.hparams.loss_form)
+
+    def rollout_heads(self, rollout: dict, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+        """Block and direction log-probabilities ``[N, 20]``, ``[N, 5]`` of the decisions ``rows``
+        of a rollout, computed from its recorded frames as an update computes them."""
+        unique, inverse = torch.unique(rollout["episodes"][rows], return_inverse=True)
         images = self._embed_rollout_frames(rollout["frames"], rollout["steps"][rows], unique, inverse,
                                             rollout.get("frame_sums"))
         # One LSTM pass per episode, not per step: every step of an episode has its instruction.
         lengths = rollout["lengths"][unique.cpu()]
         tokens = rollout["tokens"][unique][:, : int(lengths.max())]
         text = self.instruction_features(tokens, lengths)[inverse.to(self.device)]
-        block, direction = self(images.to(self.device), None, None, rollout["previous"][rows].to(self.device), text)
-        actions = rollout["actions"][rows].to(self.device)
-        blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
-        targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
-        return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
-                                               blocks=blocks, form=self.hparams.loss_form)
+        return self(images.to(self.device), None, None, rollout["previous"][rows].to(self.device), text)
 
     def _embed_rollout_frames(self, frames: torch.Tensor, steps: torch.Tensor, unique: torch.Tensor,
                               inverse: torch.Tensor, frame_sums: torch.Tensor | None = None) -> torch.Tensor:
