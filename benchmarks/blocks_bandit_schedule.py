@@ -26,6 +26,7 @@ import torch
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import evaluate_policy
+from zoo.blocks.geometry import STOP
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
 from zoo.models.block_policy import BlockPolicy
@@ -38,6 +39,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--rollout", type=int, default=16, help="episodes sampled at once (one policy)")
     parser.add_argument("--episodes-per-update", type=int, default=1)
+    parser.add_argument("--update-weighting", choices=("steps", "episodes"), default="steps",
+                        help="mean over the pooled steps, or each episode's mean averaged (the original's)")
     parser.add_argument("--lr", type=float, default=2.5e-4)
     parser.add_argument("--entropy", type=float, default=0.1)
     parser.add_argument("--init", choices=("glorot", "original"), default="original",
@@ -63,7 +66,8 @@ def main(argv=None) -> dict:
     datamodule = BlocksDataModule(source="real")
     datamodule.setup()
     options = dict(objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
-                   loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip)
+                   loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip,
+                   update_weighting=args.update_weighting)
     if str(args.init_from).endswith(".ckpt"):  # a supervised run's epoch checkpoint
         policy = BlockPolicy.load_from_checkpoint(args.init_from, map_location="cpu", weights_only=True, **options)
     else:
@@ -84,18 +88,21 @@ def main(argv=None) -> dict:
     tuning = datamodule.tuning_examples[: args.tuning]
     runner = EpisodeRunner(datamodule.renderer)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
-    curve, frames, updates, lengths, started = [], 0, 0, [], time.perf_counter()
+    curve, frames, updates, lengths, stops, started = [], 0, 0, [], [], time.perf_counter()
 
     def evaluate(seen: int) -> None:
         error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
         point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
                  "tuning_median_error": round(error["median"], 4),
+                 "tuning_stop_rate": round(error["stop_rate"], 4),
                  "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
+                 "train_stop_rate": round(sum(stops[-args.eval_every:]) / max(1, len(stops[-args.eval_every:])), 4),
                  "seconds": round(time.perf_counter() - started, 1)}
         curve.append(point)
         line = json.dumps({"config": config, **point})
         print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  "
-              f"tuning {point['tuning_mean_error']:.3f}  train length {point['train_episode_length']:.1f}  "
+              f"tuning {point['tuning_mean_error']:.3f} (stops {point['tuning_stop_rate']:.2f})  "
+              f"train length {point['train_episode_length']:.1f} (stops {point['train_stop_rate']:.2f})  "
               f"{point['seconds']:.0f}s", flush=True)
         if args.out:
             with args.out.open("a") as handle:
@@ -110,6 +117,7 @@ def main(argv=None) -> dict:
         frames += len(rollout["actions"])
         updates += -(-len(batch) // args.episodes_per_update)
         lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
+        stops += (rollout["actions"][rollout["done"]] == STOP).tolist()  # how each episode ended
         seen = first + len(batch)
         if seen % args.eval_every == 0 or seen == len(episodes):
             evaluate(seen)

@@ -137,3 +137,43 @@ def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_fr
         block, direction = policy.rollout_heads(rollout, torch.arange(len(rollout["episodes"])))
         updated = policy.joint_log_probs(block, direction).gather(1, rollout["actions"][:, None]).squeeze(1)
     torch.testing.assert_close(updated, torch.cat(sampled_log_p), atol=1e-3, rtol=1e-4)
+
+
+def test_stop_rates_say_how_episodes_ended():
+    """Greedy evaluation and the bandit's rollouts report the share of episodes ended by STOP
+    (and, for rollouts, by a STOP at the goal): 1 for a policy that stops at once, 0 for one
+    that always moves."""
+    from zoo.blocks.board import BoardBatch, distance_error
+    from zoo.blocks.evaluate import evaluate_policy
+    from zoo.blocks.geometry import STOP
+    from zoo.callbacks.contextual_bandit import ContextualBanditLoop
+    from zoo.models.blocks_baselines import BlocksBaseline, StopPolicy
+
+    class AlwaysMoveFirstBlockNorth(BlocksBaseline):
+        encode_instructions = None
+
+        def action_probabilities(self, observation):
+            return self._one_hot(torch.zeros(len(observation), dtype=torch.long))
+
+        def sample(self, observation, generator):  # (actions, sampled blocks), as BlockPolicy.sample
+            return self.act(observation), torch.zeros(len(observation), dtype=torch.long)
+
+    class SampleStop(AlwaysMoveFirstBlockNorth):
+        def action_probabilities(self, observation):
+            return self._one_hot(torch.full((len(observation),), STOP, dtype=torch.long))
+
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 6, "dev": 6, "test": 2})
+    datamodule.setup()
+    runner = EpisodeRunner(datamodule.renderer)
+    assert evaluate_policy(StopPolicy(), datamodule.dev_examples, runner=runner, progress=False)["stop_rate"] == 1.0
+    mover = AlwaysMoveFirstBlockNorth()
+    assert evaluate_policy(mover, datamodule.dev_examples, runner=runner, progress=False)["stop_rate"] == 0.0
+
+    loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    loop.collect(mover, datamodule.train_examples)
+    assert loop.last_stats["stop_rate"] == 0.0 and loop.last_stats["stop_at_goal_rate"] == 0.0
+    assert loop.last_stats["episode_length"] == 40.0
+    loop.collect(SampleStop(), datamodule.train_examples)
+    boards = BoardBatch.from_transitions([example.transition for example in datamodule.train_examples])
+    at_goal = (distance_error(boards.start, boards.goal) < 1.0).float().mean()
+    assert loop.last_stats["stop_rate"] == 1.0 and loop.last_stats["stop_at_goal_rate"] == float(at_goal)

@@ -57,3 +57,4 @@ def test_demonstrations_reproduce_the_papers_oracle_error(blocks_dev):
     result = evaluate_policy(create_model("blocks-demonstrations"), blocks_dev.examples, progress=False)
     assert result["mean"] == pytest.approx(0.349, abs=5e-4)
     assert result["median"] == pytest.approx(0.302, abs=5e-4)
+    assert result["stop_rate"] == 1.0  # no dev demonstration is truncated at the horizon (spec §3)

@@ -31,7 +31,9 @@ def evaluate_policy(
     runner: EpisodeRunner | None = None,
     progress: bool = True,
 ) -> dict[str, float]:
-    """Mean/median final distance error and closest approach over ``examples``.
+    """Mean/median final distance error and closest approach over ``examples``, plus
+    ``stop_rate``: the share of episodes the policy ended with STOP before the horizon (a
+    policy that never stops keeps moving the block until its 40th move).
 
     Every example is an episode; averaging over all of them equals the paper's
     per-transition average because every transition has nine instructions (spec §5.3).
@@ -46,7 +48,7 @@ def evaluate_policy(
         policy.eval()
     encode = getattr(policy, "encode_instructions", None)
     report = CountProgress(len(examples), "episodes", progress)
-    started, steps = time.perf_counter(), 0
+    started, steps, stopped = time.perf_counter(), 0, 0
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
         results = runner.play(
@@ -61,8 +63,9 @@ def evaluate_policy(
         )
         metric.update(results.final_error, results.min_error)
         steps += runner.decisions
+        stopped += int((results.moves < runner.horizon).sum())
         report.advance(len(batch))
     report.close()
     result = {key: float(value) for key, value in metric.compute().items()}
-    result.update(steps=steps, seconds=round(time.perf_counter() - started, 3))
+    result.update(steps=steps, stop_rate=stopped / len(examples), seconds=round(time.perf_counter() - started, 3))
     return result

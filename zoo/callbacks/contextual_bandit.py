@@ -68,10 +68,15 @@ class ContextualBanditLoop(L.Callback):
         rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
         env = self.runner.env
+        stopped = env.moves_taken < self.runner.horizon  # ended by STOP, not by the horizon
         self.last_stats = {
             "episode_return": float(totals.mean()),
             "final_error": float(env.error().mean()),
             "episode_length": float(env.moves_taken.float().mean()),
+            # Whether sampling still explores STOP, and where: a STOP within one block length of
+            # the goal earns +1, anywhere else -1 (spec §4.2).
+            "stop_rate": float(stopped.float().mean()),
+            "stop_at_goal_rate": float((stopped & (env.error() < 1.0)).float().mean()),
         }
         policy.train(was_training)
         return rollout

@@ -12,10 +12,11 @@ from zoo.blocks.records import Example
 
 
 class RolloutEvaluation(L.Callback):
-    """At the end of every ``every_n_epochs``-th validation, logs ``<prefix>/mean_error``, ``median_error`` and
-    ``min_mean_error`` of greedy rollouts on ``examples`` (e.g. the tuning set or dev), and
-    the rollout speed. Optionally writes an animation of the first ``gifs`` episodes to
-    ``gif_dir`` (and to W&B when that is the logger)."""
+    """At the end of every ``every_n_epochs``-th validation, logs ``<prefix>/mean_error``,
+    ``median_error`` and ``min_mean_error`` of greedy rollouts on ``examples`` (e.g. the tuning
+    set or dev), the share of them ended by STOP (``stop_rate``) and the rollout speed.
+    Optionally writes an animation of the first ``gifs`` episodes to ``gif_dir`` (and to W&B
+    when that is the logger)."""
 
     def __init__(self, examples: Sequence[Example], prefix: str = "dev", every_n_epochs: int = 1,
                  batch_size: int = 256, gifs: int = 0, gif_dir: str | Path | None = None, renderer=None):
@@ -42,6 +43,7 @@ class RolloutEvaluation(L.Callback):
             f"{self.prefix}/mean_error": result["mean"],
             f"{self.prefix}/median_error": result["median"],
             f"{self.prefix}/min_mean_error": result["min_mean"],
+            f"{self.prefix}/stop_rate": result["stop_rate"],
             f"{self.prefix}/episodes_per_s": result["n"] / seconds,
             f"{self.prefix}/steps_per_s": result["steps"] * world / seconds,
         }, prog_bar=False, sync_dist=world > 1)  # equal on every rank already; this only quiets Lightning

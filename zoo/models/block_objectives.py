@@ -65,13 +65,15 @@ def supervised_loss(block_log_probs, direction_log_probs, gold_actions) -> torch
 
 
 def policy_gradient_loss(block_log_probs, direction_log_probs, actions, targets, entropy_coefficient: float = 0.1,
-                         blocks: torch.Tensor | None = None, form: str = "original") -> torch.Tensor:
+                         blocks: torch.Tensor | None = None, form: str = "original",
+                         weights: torch.Tensor | None = None) -> torch.Tensor:
     """``mean(-target·log π(a)) - λ·mean(H(block) + H(direction))`` over the given steps.
 
     The contextual bandit's target is each step's immediate reward (the paper treats every
     step as a separate bandit decision); REINFORCE's is the reward-to-go. ``blocks`` are the
     sampled blocks, needed by the ``"original"`` form (they differ from the action's block
-    only on STOP steps).
+    only on STOP steps). ``weights`` (summing to 1) replace the plain mean, e.g. by
+    :func:`episode_weights`.
     """
     if form not in LOSS_FORMS:
         raise ValueError(f"loss form must be one of {LOSS_FORMS}; got {form!r}")
@@ -84,7 +86,20 @@ def policy_gradient_loss(block_log_probs, direction_log_probs, actions, targets,
         log_prob = action_log_prob(block_log_probs, direction_log_probs, actions)
         floor = 0.0
     bonus = entropy(block_log_probs, floor) + entropy(direction_log_probs, floor)
-    return (-targets.to(log_prob.dtype) * log_prob).mean() - entropy_coefficient * bonus.mean()
+    per_step = -targets.to(log_prob.dtype) * log_prob - entropy_coefficient * bonus
+    return per_step.mean() if weights is None else (weights.to(per_step.dtype) * per_step).sum()
+
+
+def episode_weights(episodes: torch.Tensor) -> torch.Tensor:
+    """Step weights under which every episode counts the same, whatever its length: each
+    step weighs 1 / (its episode's steps × the number of episodes). [N], summing to 1.
+
+    This is the original trainer's per-episode mean (spec §6.4) carried over to an update
+    that pools several episodes: a 2-step episode ended by an early STOP moves the policy
+    as much as a 40-step one, where a plain mean over pooled steps gives its STOP 1/80 of
+    the update."""
+    _, inverse, counts = torch.unique(episodes, return_inverse=True, return_counts=True)
+    return 1.0 / (counts[inverse].double() * len(counts))
 
 
 def rewards_to_go(rewards: torch.Tensor, episodes: torch.Tensor, steps: torch.Tensor) -> torch.Tensor:

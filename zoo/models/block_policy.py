@@ -29,6 +29,7 @@ from zoo.registry import register_model
 
 INITIALISATIONS = ("glorot", "original")
 CLIP_ALGORITHMS = ("per_parameter", "global")
+UPDATE_WEIGHTINGS = ("steps", "episodes")
 NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
 NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
 STOP_DIRECTION = NUM_DIRECTIONS
@@ -221,6 +222,7 @@ class BlockPolicy(BlocksAgent):
         init: str = "glorot",
         loss_form: str = "original",
         episodes_per_update: int = 1,
+        update_weighting: str = "steps",
         gradient_clip_val: float | None = 5.0,
         gradient_clip_algorithm: str = "per_parameter",
     ):
@@ -234,6 +236,8 @@ class BlockPolicy(BlocksAgent):
             raise ValueError(f"loss_form must be one of {objectives.LOSS_FORMS}; got {loss_form!r}")
         if gradient_clip_algorithm not in CLIP_ALGORITHMS:
             raise ValueError(f"gradient_clip_algorithm must be one of {CLIP_ALGORITHMS}; got {gradient_clip_algorithm!r}")
+        if update_weighting not in UPDATE_WEIGHTINGS:
+            raise ValueError(f"update_weighting must be one of {UPDATE_WEIGHTINGS}; got {update_weighting!r}")
         if episodes_per_update < 1:
             raise ValueError(f"episodes_per_update must be at least 1; got {episodes_per_update}")
         self.save_hyperparameters()
@@ -442,7 +446,9 @@ class BlockPolicy(BlocksAgent):
 
     def learn_from_rollout(self, rollout: dict, optimizer, backward=None) -> torch.Tensor:
         """The original trainers' schedule (spec §6.4): one optimizer step per
-        ``episodes_per_update`` episodes of a rollout, on the mean loss over their steps.
+        ``episodes_per_update`` episodes of a rollout, on the mean loss over their steps
+        (``update_weighting="steps"``) or the mean of their episodes' means (``"episodes"``:
+        the original's per-episode mean, the same thing when one episode makes an update).
 
         The rollout's episodes were all sampled from the policy as it was before the first
         of these steps, so the k-th step learns from experience k-1 steps old (the policy lag
@@ -478,8 +484,11 @@ class BlockPolicy(BlocksAgent):
         actions = rollout["actions"][rows].to(self.device)
         blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
         targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
+        weights = None
+        if self.hparams.get("update_weighting", "steps") == "episodes":
+            weights = objectives.episode_weights(rollout["episodes"][rows]).to(self.device)
         return objectives.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
-                                               blocks=blocks, form=self.hparams.loss_form)
+                                               blocks=blocks, form=self.hparams.loss_form, weights=weights)
 
     def rollout_heads(self, rollout: dict, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Block and direction log-probabilities ``[N, 20]``, ``[N, 5]`` of the decisions ``rows``
