@@ -56,6 +56,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
+    parser.add_argument("--save", type=Path, help="save the final policy here (save_pretrained), e.g. for "
+                        "tools/blocks_stop_probe.py")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
@@ -121,6 +123,8 @@ def main(argv=None) -> dict:
         seen = first + len(batch)
         if seen % args.eval_every == 0 or seen == len(episodes):
             evaluate(seen)
+    if args.save:
+        policy.save_pretrained(args.save)
     summary = {"config": config, "curve": curve}
     if args.json:
         print(json.dumps(summary))

@@ -72,7 +72,8 @@ def run_eval(args) -> int:
     # With --json, stdout holds the JSON object alone; the human line goes to stderr.
     print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} / "
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
-          f"median {result['min_median']:.3f}; {summary['n']} episodes, {result['steps']} steps in "
+          f"median {result['min_median']:.3f}; {summary['n']} episodes ({result['stop_rate']:.0%} ended by STOP), "
+          f"{result['steps']} steps in "
           f"{result['seconds']:.1f}s", file=sys.stderr if args.json else sys.stdout)
     if args.save is not None:
         policy.save_pretrained(args.save)
