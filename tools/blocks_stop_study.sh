@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Short bandit runs on one budget from one supervised start, each ending with the STOP probe:
+# which setting keeps the policy's STOP alive, and what that does to the tuning error.
+#   tools/launch_run.sh stop-default tools/blocks_stop_study.sh default
+#   tools/launch_run.sh stop-keep-head tools/blocks_stop_study.sh keep-head --reset-direction-head 0
+# The name is the first argument; the rest go to benchmarks/blocks_bandit_schedule.py (after the
+# recipe's defaults: rollouts of 16, 4 episodes per update). Results: runs/blocks/stop-study/
+# <name>.jsonl (the curve) and probe.jsonl (one line per finished run). A finished run is skipped.
+set -euo pipefail
+name="$1"; shift
+here="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python}"
+start="${START:-runs/blocks/sup-orig-s1/checkpoints/epoch001.ckpt}"
+out="runs/blocks/stop-study"
+mkdir -p "$out"
+[ -f "$out/$name/model.safetensors" ] && { echo "$name: done already"; exit 0; }
+rm -f "$out/$name.jsonl"  # an interrupted run starts over: these runs take minutes
+"$python" "$here/benchmarks/blocks_bandit_schedule.py" --init-from "$start" --episodes "${EPISODES:-2400}" \
+  --episodes-per-update 4 --eval-every 400 --seed "${SEED:-1}" --out "$out/$name.jsonl" --save "$out/$name" "$@"
+"$python" "$here/tools/blocks_stop_probe.py" "$out/$name" --limit 400 --json | sed "s/^{/{\"run\": \"$name\", /" >> "$out/probe.jsonl"
