@@ -41,3 +41,26 @@ def test_the_probe_splits_demonstration_states_at_their_final_stop():
     always = probe(policy, collate, items)
     assert always["p_stop_at_goal"] > 0.999 and always["p_stop_on_the_way"] > 0.999
     assert always["greedy_stop_at_goal"] == 1.0 and always["greedy_stop_on_the_way"] == 1.0
+
+
+def test_the_report_pairs_each_curve_with_its_probe(tmp_path):
+    import json
+
+    spec = importlib.util.spec_from_file_location("blocks_stop_report", REPO / "tools" / "blocks_stop_report.py")
+    report = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(report)
+    config = {"init_from": "start.ckpt", "seed": 1, "reset_direction_head": 0}
+    points = [{"config": config, "episodes": e, "frames": 20 * e, "updates": e // 4, "tuning_mean_error": err,
+               "tuning_stop_rate": 0.1, "train_episode_length": 24.0, "train_stop_rate": 0.6}
+              for e, err in ((0, 5.7), (400, 5.4))]
+    (tmp_path / "keep-head.jsonl").write_text("".join(json.dumps(p) + "\n" for p in points))
+    (tmp_path / "unprobed.jsonl").write_text(json.dumps(points[0]) + "\n")
+    probe = {"run": "keep-head", "policy": "x", "p_stop_at_goal": 0.38, "p_stop_on_the_way": 0.03}
+    (tmp_path / "probe.jsonl").write_text(json.dumps({**probe, "p_stop_at_goal": 0.1}) + "\n" + json.dumps(probe) + "\n")
+
+    runs = report.main([str(tmp_path), "--json", str(tmp_path / "summary.json")])
+    assert [run["run"] for run in runs] == ["keep-head", "unprobed"]
+    assert runs[0]["probe"] == {"p_stop_at_goal": 0.38, "p_stop_on_the_way": 0.03}  # the latest probe of a run
+    assert runs[1]["probe"] is None
+    assert [p["tuning_mean_error"] for p in runs[0]["curve"]] == [5.7, 5.4]
+    assert "keep-head | start.ckpt | 1 | kept | 5.70 5.40 | 0.10 / 0.60 | 0.3800 / 0.0300" in report.table(runs)
