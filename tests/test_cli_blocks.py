@@ -99,3 +99,32 @@ def test_eval_saves_the_ensemble_it_evaluated_and_the_saved_one_scores_the_same(
     with pytest.raises(SystemExit):
         main(["eval", "blocks", "--model", *members, "--limit", "2", "--save", str(tmp_path / "taken")])
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
+
+
+def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(capsys, tmp_path, monkeypatch):
+    """Any epoch a run kept can be evaluated as it is (``weights_only``), without exporting it."""
+    import torch
+
+    from zoo.models.block_policy import BlockPolicy
+
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # procedural boards
+    torch.manual_seed(0)
+    policy = BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+                         hidden_dim=8)
+    exported = policy.save_pretrained(tmp_path / "exported")
+    import lightning
+
+    checkpoint = tmp_path / "epoch003.ckpt"  # what a run's checkpoints/ folder holds, less the optimizer's state
+    torch.save({"state_dict": policy.state_dict(), "hyper_parameters": dict(policy.hparams), "epoch": 3,
+                "pytorch-lightning_version": lightning.__version__}, checkpoint)
+    assert main(["eval", "blocks", "--model", str(exported), "--limit", "6", "--json"]) == 0
+    from_export = last_json(capsys)
+    assert main(["eval", "blocks", "--model", str(checkpoint), "--limit", "6", "--json"]) == 0
+    from_checkpoint = last_json(capsys)
+    assert {k: from_checkpoint[k] for k in ("mean", "steps", "stop_rate")} == {k: from_export[k] for k in ("mean", "steps", "stop_rate")}
+
+    (tmp_path / "notes.ckpt").write_bytes(b"not a checkpoint")
+    with pytest.raises(SystemExit) as exit:
+        main(["eval", "blocks", "--model", str(tmp_path / "notes.ckpt"), "--limit", "2"])
+    assert exit.value.code == 2
+    assert "not a BlockPolicy training checkpoint" in capsys.readouterr().err

@@ -22,15 +22,6 @@ from pathlib import Path
 import torch
 
 
-def load(name: str):
-    from zoo.loading import load_policy
-    from zoo.models.block_policy import BlockPolicy
-
-    if name.endswith(".ckpt"):
-        return BlockPolicy.load_from_checkpoint(name, map_location="cpu", weights_only=True)
-    return load_policy(name)
-
-
 @torch.no_grad()
 def probe(policy, collate, items, batch_size: int = 256) -> dict[str, float]:
     from zoo.blocks.geometry import STOP
@@ -71,8 +62,10 @@ def main(argv=None) -> list[dict]:
     examples = examples[: args.limit] if args.limit else examples
     items = [tuple(map(int, item)) for item in DemonstrationSteps(examples, datamodule.demos).items]
     results = []
+    from zoo.loading import load_policy
+
     for name in args.policies:
-        policy = load(name)
+        policy = load_policy(name)
         collate = StepCollator(examples, datamodule.demos, policy.vocabulary, datamodule.renderer)
         result = {"policy": name, "split": args.split, "examples": len(examples), **probe(policy, collate, items)}
         results.append(result)

@@ -16,14 +16,23 @@ LIGHT_BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "ligh
 
 
 def load_policy(name: str, seed: int = 0):
-    """A Blocks baseline by short name, else a checkpoint directory or a released name."""
+    """A Blocks baseline by short name, else a training run's ``.ckpt`` (any epoch, read with
+    ``weights_only``), a checkpoint directory or a released name."""
     from zoo.grounded import Grounded
     from zoo.registry import create_model
 
     if name in BLOCKS_BASELINES:
         return create_model(BLOCKS_BASELINES[name], **({"seed": seed} if name == "random" else {}))
+    if name.endswith(".ckpt") and Path(name).is_file():
+        from zoo.models.block_policy import BlockPolicy
+
+        try:
+            return BlockPolicy.load_from_checkpoint(name, map_location="cpu", weights_only=True).eval()
+        except Exception as error:  # a checkpoint of another model, a truncated file, a refused pickle
+            raise ValueError(f"--model {name}: not a BlockPolicy training checkpoint "
+                             f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from None
     if Path(name).exists() and not Path(name).is_dir():
-        raise ValueError(f"--model {name}: expected a save_pretrained directory, got a file")
+        raise ValueError(f"--model {name}: expected a save_pretrained directory or a .ckpt, got a file")
     try:
         policy = Grounded.from_pretrained(name)
     except KeyError as unknown:

@@ -14,7 +14,7 @@ from zoo.loading import load_policies, load_policy
 def add_commands(commands, eval_domains) -> None:
     evaluate = eval_domains.add_parser("blocks", help="distance error of a policy on the Blocks benchmark")
     evaluate.add_argument("--model", nargs="+", default=["stop"],
-                          help="stop | random | demonstrations | a released name | a checkpoint directory; "
+                          help="stop | random | demonstrations | a released name | a checkpoint directory | a run's .ckpt; "
                                "several learned policies form an ensemble (averaged action probabilities)")
     _add_data_arguments(evaluate)
     evaluate.add_argument("--seed", type=int, default=0, help="seed of stochastic policies (random)")
