@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# The paper's Table 2 ablations under the default schedule, from seed 1's supervised start
+# (runs/blocks/sup-orig-s1, tools/blocks_seed.sh 1), so each row compares with seed 1's own
+# bandit run (runs/blocks/bandit-s1: dev 4.352 / 4.487 after bandit epochs 1 / 2):
+#   tools/launch_run.sh ablations tools/blocks_ablations.sh [extra overrides]
+# Two bandit epochs per row (EPOCHS=...), one row after another, each resumable; a finished row
+# (its pretrained/ export) is skipped, so relaunching continues the table. ROWS="f1 reinforce"
+# runs only those rows. Each row's metrics.jsonl holds its per-epoch tuning and dev errors.
+set -euo pipefail
+here="$(cd "$(dirname "$0")/.." && pwd)"
+python="${PYTHON:-python}"
+runs="${ZOO_RUNS:-runs/blocks}"
+start="$runs/sup-orig-s1/checkpoints/epoch001.ckpt"
+declare -A ROW=(
+  [f1]="method=bandit bandit.reward=f1"                # w/o F2 (distance shaping only)
+  [f2]="method=bandit bandit.reward=f2"                # w/o F1 (demonstration advice only)
+  [problem]="method=bandit bandit.reward=problem"      # w/o F1 and F2 (the problem reward alone)
+  [distance]="method=bandit bandit.reward=distance"    # a plain distance reward instead of F1+F2
+  [reinforce]="method=reinforce"                       # REINFORCE, reward-to-go, same start
+  [no-supervised-init]="method=bandit bandit.warmup_epochs=0"
+  [dqn]="method=dqn"
+)
+for row in ${ROWS:-f1 f2 problem reinforce distance no-supervised-init dqn}; do
+  run="$runs/ablation-$row"
+  [ -f "$run/pretrained/model.safetensors" ] && continue
+  overrides=(${ROW[$row]})
+  case "$row" in no-supervised-init|dqn) ;; *) overrides+=("bandit.init_from=$start") ;; esac
+  "$python" "$here/recipes/blocks_policy.py" data.source=real threads=1 seed=1 "${overrides[@]}" \
+    trainer.max_epochs="${EPOCHS:-2}" run_dir="$run" evaluation.gifs=0 "$@"
+done
