@@ -41,6 +41,18 @@ def test_the_best_epoch_is_the_lowest_dev_error_and_a_revalidated_epoch_counts_o
     assert seeds.best_by_dev(rows)[1]["epoch"] == 2  # by dev, although tuning prefers the same here
 
 
+def test_rows_say_how_long_greedy_dev_episodes_ran(tmp_path, seeds):
+    """Decisions per dev episode, from the two logged speeds: 40.0 means the policy never stopped."""
+    write_metrics(tmp_path / "bandit-s1", [
+        {"epoch": 0, "dev/mean_error": 4.3, "dev/min_mean_error": 3.6, "dev/steps_per_s": 1200.0,
+         "dev/episodes_per_s": 30.0},
+        {"epoch": 1, "dev/mean_error": 4.1},  # an older run's line without speeds
+    ])
+    rows = seeds.collect(tmp_path, [1], None)
+    assert rows[0]["dev_decisions"] == 40.0 and rows[0]["dev_min_mean"] == 3.6
+    assert rows[1]["dev_decisions"] is None and rows[1]["dev_min_mean"] is None
+
+
 def test_export_saves_the_best_dev_epochs_weights(tmp_path, seeds):
     training = load("blocks_training_tests", REPO / "tests" / "test_blocks_training.py")
     run_dir = tmp_path / "bandit"

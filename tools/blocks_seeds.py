@@ -5,8 +5,9 @@
     python tools/blocks_seeds.py export runs/blocks/bandit-s1            # -> runs/blocks/bandit-s1/best-dev
 
 ``report`` reads each seed's ``metrics.jsonl`` (``runs/blocks/sup-orig-sN`` for the supervised
-start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9) and
-plots the dev mean error after each bandit epoch, one line per seed, beside the paper's
+start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9), prints
+each epoch's errors with the dev closest approach and greedy decisions per dev episode (40.0:
+the policy never stops), and plots the dev mean error after each bandit epoch, one line per seed, beside the paper's
 figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
 they ran (a JSON list of ``{"seed", "stage", "epoch", "tuning", "dev_mean", "dev_median"}``).
 
@@ -33,8 +34,12 @@ def run_rows(run_dir: Path, seed: int, stage: str) -> list[dict]:
     for row in read_epoch_metrics(run_dir):
         if row.get("dev/mean_error") is None:
             continue
+        speeds = row.get("dev/steps_per_s"), row.get("dev/episodes_per_s")
         rows.append({"seed": seed, "stage": stage, "epoch": row["epoch"], "tuning": row.get("tuning/mean_error"),
                      "dev_mean": row["dev/mean_error"], "dev_median": row.get("dev/median_error"),
+                     "dev_min_mean": row.get("dev/min_mean_error"),
+                     # greedy decisions per dev episode (40 moves, or fewer and a STOP)
+                     "dev_decisions": speeds[0] / speeds[1] if all(speeds) else None,
                      "train_seconds": row.get("train_seconds"), "source": str(run_dir)})
     return rows
 
@@ -124,14 +129,18 @@ def main(argv: list[str] | None = None) -> None:
         return
     rows = collect(args.runs, args.seeds, args.recorded)
     best = best_by_dev(rows)
-    print(f"{'seed':>4} {'stage':<10} {'epoch':>5} {'tuning':>7} {'dev mean':>8} {'median':>7} {'hours':>6}")
+    print(f"{'seed':>4} {'stage':<10} {'epoch':>5} {'tuning':>7} {'dev mean':>8} {'median':>7} {'closest':>7} "
+          f"{'moves':>5} {'hours':>6}")
+
+    def number(value, digits: int = 3) -> str:
+        return "-" if value is None else f"{value:.{digits}f}"
+
     for row in rows:
         hours = f"{row['train_seconds'] / 3600:.2f}" if row.get("train_seconds") else "-"
-        tuning = f"{row['tuning']:.3f}" if row.get("tuning") is not None else "-"
-        median = f"{row['dev_median']:.3f}" if row.get("dev_median") is not None else "-"
         mark = " *" if best.get(row["seed"]) is row else ""
-        print(f"{row['seed']:>4} {row['stage']:<10} {row['epoch']:>5} {tuning:>7} {row['dev_mean']:>8.3f} "
-              f"{median:>7} {hours:>6}{mark}")
+        print(f"{row['seed']:>4} {row['stage']:<10} {row['epoch']:>5} {number(row.get('tuning')):>7} "
+              f"{row['dev_mean']:>8.3f} {number(row.get('dev_median')):>7} {number(row.get('dev_min_mean')):>7} "
+              f"{number(row.get('dev_decisions'), 1):>5} {hours:>6}{mark}")
     if args.json:
         args.json.write_text(json.dumps({"rows": rows, "best_by_dev": {str(k): v for k, v in best.items()}},
                                         indent=1) + "\n")
