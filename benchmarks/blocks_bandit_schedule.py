@@ -41,6 +41,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--episodes-per-update", type=int, default=1)
     parser.add_argument("--update-weighting", choices=("steps", "episodes"), default="steps",
                         help="mean over the pooled steps, or each episode's mean averaged (the original's)")
+    parser.add_argument("--reward-baseline", choices=("none", "mean"), default="none",
+                        help="subtract each update's mean reward (not the paper's)")
     parser.add_argument("--lr", type=float, default=2.5e-4)
     parser.add_argument("--entropy", type=float, default=0.1)
     parser.add_argument("--init", choices=("glorot", "original"), default="original",
@@ -69,7 +71,7 @@ def main(argv=None) -> dict:
     datamodule.setup()
     options = dict(objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
                    loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip,
-                   update_weighting=args.update_weighting)
+                   update_weighting=args.update_weighting, reward_baseline=args.reward_baseline)
     if str(args.init_from).endswith(".ckpt"):  # a supervised run's epoch checkpoint
         policy = BlockPolicy.load_from_checkpoint(args.init_from, map_location="cpu", weights_only=True, **options)
     else:

@@ -177,3 +177,27 @@ def test_stop_rates_say_how_episodes_ended():
     boards = BoardBatch.from_transitions([example.transition for example in datamodule.train_examples])
     at_goal = (distance_error(boards.start, boards.goal) < 1.0).float().mean()
     assert loop.last_stats["stop_rate"] == 1.0 and loop.last_stats["stop_at_goal_rate"] == float(at_goal)
+
+
+def test_a_mean_baseline_leaves_only_the_entropy_term_when_every_reward_is_equal():
+    """With ``reward_baseline="mean"`` equal rewards carry no signal: no action, sampled or
+    not, is pushed up or down, where the raw rewards (the paper's) push every sampled action up."""
+    from zoo.callbacks.contextual_bandit import ContextualBanditLoop
+    from zoo.models import block_objectives as objectives
+    from zoo.models.block_policy import BlockPolicy
+
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 6, "dev": 2, "test": 2})
+    datamodule.setup()
+    torch.manual_seed(0)
+    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot", reward_baseline="mean")
+    loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    rollout = loop.collect(policy, datamodule.train_examples[:3])
+    rollout["rewards"] = torch.full_like(rollout["rewards"], 0.7)
+    rows = torch.arange(len(rollout["episodes"]))
+    with torch.no_grad():
+        block, direction = policy.rollout_heads(rollout, rows)
+        entropy_only = -0.1 * (objectives.entropy(block, objectives.LOG_FLOOR)
+                               + objectives.entropy(direction, objectives.LOG_FLOOR)).mean()
+        torch.testing.assert_close(policy._from_rollout(rollout, "bandit"), entropy_only)
+        policy.hparams.reward_baseline = "none"
+        assert policy._from_rollout(rollout, "bandit") > entropy_only  # -0.7·log p > 0 for every step

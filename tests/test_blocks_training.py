@@ -104,9 +104,10 @@ def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
         ["method=bandit", "bandit.warmup_epochs=0"],  # w/o supervised init
         ["method=bandit", "model.use_previous_action=false"],  # w/o previous action
         ["method=bandit", "bandit.update_weighting=episodes"],  # the original's per-episode mean, pooled
+        ["method=bandit", "bandit.reward_baseline=mean"],  # each update's mean reward subtracted
     ],
     ids=["reinforce", "planner", "problem-reward", "w/o-F2", "w/o-F1", "distance-reward", "w/o-supervised-init",
-         "w/o-previous-action", "episode-weighting"],
+         "w/o-previous-action", "episode-weighting", "mean-baseline"],
 )
 def test_every_method_and_ablation_of_table_2_trains_from_config(tmp_path, overrides):
     recipe().main([*TINY, *overrides, "trainer.max_epochs=1", f"run_dir={tmp_path}"])

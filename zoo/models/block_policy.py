@@ -30,6 +30,7 @@ from zoo.registry import register_model
 INITIALISATIONS = ("glorot", "original")
 CLIP_ALGORITHMS = ("per_parameter", "global")
 UPDATE_WEIGHTINGS = ("steps", "episodes")
+REWARD_BASELINES = ("none", "mean")
 NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
 NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
 STOP_DIRECTION = NUM_DIRECTIONS
@@ -223,6 +224,7 @@ class BlockPolicy(BlocksAgent):
         loss_form: str = "original",
         episodes_per_update: int = 1,
         update_weighting: str = "steps",
+        reward_baseline: str = "none",
         gradient_clip_val: float | None = 5.0,
         gradient_clip_algorithm: str = "per_parameter",
     ):
@@ -238,6 +240,8 @@ class BlockPolicy(BlocksAgent):
             raise ValueError(f"gradient_clip_algorithm must be one of {CLIP_ALGORITHMS}; got {gradient_clip_algorithm!r}")
         if update_weighting not in UPDATE_WEIGHTINGS:
             raise ValueError(f"update_weighting must be one of {UPDATE_WEIGHTINGS}; got {update_weighting!r}")
+        if reward_baseline not in REWARD_BASELINES:
+            raise ValueError(f"reward_baseline must be one of {REWARD_BASELINES}; got {reward_baseline!r}")
         if episodes_per_update < 1:
             raise ValueError(f"episodes_per_update must be at least 1; got {episodes_per_update}")
         self.save_hyperparameters()
@@ -484,6 +488,11 @@ class BlockPolicy(BlocksAgent):
         actions = rollout["actions"][rows].to(self.device)
         blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
         targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
+        if self.hparams.get("reward_baseline", "none") == "mean":
+            # The update's mean target subtracted: the expected gradient is unchanged, but an
+            # action the policy no longer samples (STOP, say) is no longer pushed down by every
+            # well-rewarded move, which Adam turns into full-size steps however small p is.
+            targets = targets - targets.mean()
         weights = None
         if self.hparams.get("update_weighting", "steps") == "episodes":
             weights = objectives.episode_weights(rollout["episodes"][rows]).to(self.device)

@@ -116,7 +116,7 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
                            learning_rate=config.dqn.learning_rate, discount=config.dqn.discount)
     overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
                      entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
-                     update_weighting=bandit.update_weighting,
+                     update_weighting=bandit.update_weighting, reward_baseline=bandit.reward_baseline,
                      loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
                      gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
     resuming = resume_path(run_dir)
