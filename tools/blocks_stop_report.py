@@ -28,7 +28,7 @@ def read_runs(folder: Path) -> list[dict]:
             probes[record["run"]] = record  # a rerun's probe replaces the earlier one
     runs = []
     for path in sorted(folder.glob("*.jsonl")):
-        if path.name == "probe.jsonl":
+        if path.name.startswith("probe"):  # probe.jsonl, and probes of reference policies kept beside it
             continue
         points = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
         if not points:
