@@ -26,7 +26,6 @@ import torch
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import evaluate_policy
-from zoo.blocks.geometry import STOP
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
 from zoo.models.block_policy import BlockPolicy
@@ -121,7 +120,7 @@ def main(argv=None) -> dict:
         frames += len(rollout["actions"])
         updates += -(-len(batch) // args.episodes_per_update)
         lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
-        stops += (rollout["actions"][rollout["done"]] == STOP).tolist()  # how each episode ended
+        stops += loop.runner.env.stopped.tolist()  # how each episode ended
         seen = first + len(batch)
         if seen % args.eval_every == 0 or seen == len(episodes):
             evaluate(seen)

@@ -87,6 +87,7 @@ def test_episode_ends_on_stop_and_after_forty_moves():
         outcome = env.step(actions)
     assert env.done.tolist() == [True, True]
     assert env.moves_taken.tolist() == [3, 40]
+    assert env.stopped.tolist() == [True, False]  # ended by STOP; by the horizon
     assert not outcome.acted[0]
 
 

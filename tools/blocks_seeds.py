@@ -7,8 +7,8 @@
 ``report`` reads each seed's ``metrics.jsonl`` (``runs/blocks/sup-orig-sN`` for the supervised
 start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9), prints
 each epoch's errors with the dev closest approach and greedy decisions per dev episode (40.0:
-the policy never stops), and plots the dev mean error after each bandit epoch, one line per seed, beside the paper's
-figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
+the policy never stops), and plots the dev mean error after each bandit epoch, one line per
+seed, beside the paper's figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
 they ran (a JSON list of ``{"seed", "stage", "epoch", "tuning", "dev_mean", "dev_median"}``).
 
 ``export`` applies the paper's selection rule (the epoch with the lowest dev mean error) and

@@ -99,5 +99,10 @@ class BlocksEnv:
         return StepOutcome(previous, self.positions, acted, stopped, failed, self.done.clone())
 
     @property
+    def stopped(self) -> torch.Tensor:
+        """[B] episodes that ended by STOP, not by reaching the horizon."""
+        return self.done & (self.moves_taken < self.horizon)
+
+    @property
     def all_done(self) -> bool:
         return bool(self.done.all())

@@ -63,7 +63,7 @@ def evaluate_policy(
         )
         metric.update(results.final_error, results.min_error)
         steps += runner.decisions
-        stopped += int((results.moves < runner.horizon).sum())
+        stopped += int(runner.env.stopped.sum())
         report.advance(len(batch))
     report.close()
     result = {key: float(value) for key, value in metric.compute().items()}

@@ -68,7 +68,7 @@ class ContextualBanditLoop(L.Callback):
         rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
         env = self.runner.env
-        stopped = env.moves_taken < self.runner.horizon  # ended by STOP, not by the horizon
+        stopped = env.stopped
         self.last_stats = {
             "episode_return": float(totals.mean()),
             "final_error": float(env.error().mean()),

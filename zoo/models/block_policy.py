@@ -489,9 +489,9 @@ class BlockPolicy(BlocksAgent):
         blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
         targets = rollout["rewards" if objective == "bandit" else "returns"][rows].to(self.device)
         if self.hparams.get("reward_baseline", "none") == "mean":
-            # The update's mean target subtracted: the expected gradient is unchanged, but an
-            # action the policy no longer samples (STOP, say) is no longer pushed down by every
-            # well-rewarded move, which Adam turns into full-size steps however small p is.
+            # The update's mean target subtracted (not the paper's): the expected gradient is
+            # unchanged, only its variance and the push on unsampled actions differ. It does
+            # not keep STOP alive (README, "Why STOP dies").
             targets = targets - targets.mean()
         weights = None
         if self.hparams.get("update_weighting", "steps") == "episodes":
