@@ -1,12 +1,14 @@
 """Print the generative transformer's Table 6 from a tools/light_generative_table6.sh output.
 
-    python tools/light_table6.py runs/light/table6-8000 [--split test]
+    python tools/light_table6.py runs/light/table6-8000 [--split valid|test|test_unseen]
 
 Rows are the paper's grounding sets; columns dialogue perplexity and unigram F1 (from the
 dialogue runs), action and emote accuracy (R@1 over the engine-valid actions and the 22
 emotes, by length-normalised likelihood, from the action and emote runs). The paper's valid
 numbers are printed beside ours for reference; ours are on LIGHT-sim, so only the order of
-the rows is comparable.
+the rows is comparable. ``valid`` (the paper's split; the first 200 examples) comes from each
+run's last ``metrics.jsonl`` line, ``test`` and ``test_unseen`` (the first 500) from its
+``results.json``.
 """
 
 from __future__ import annotations
@@ -35,12 +37,17 @@ def cell(results: dict | None, key: str, scale: float = 1.0) -> str:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("directory", type=Path)
-    parser.add_argument("--split", default="test", choices=("test", "test_unseen"))
+    parser.add_argument("--split", default="test", choices=("valid", "test", "test_unseen"))
     args = parser.parse_args()
 
     def results(task: str, features: str) -> dict | None:
-        path = args.directory / f"{task}-{features}" / "results.json"
-        return json.loads(path.read_text()) if path.is_file() else None
+        run = args.directory / f"{task}-{features}"
+        if not (run / "results.json").is_file():  # unfinished: its validation may be a partial epoch's
+            return None
+        if args.split == "valid":
+            lines = (run / "metrics.jsonl").read_text().splitlines()
+            return json.loads(lines[-1]) if lines else None
+        return json.loads((run / "results.json").read_text())
 
     split = args.split
     print("| grounding | dialogue PPL | F1 | action acc | emote acc | paper (valid): PPL / F1 / action / emote |")
