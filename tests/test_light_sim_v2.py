@@ -15,7 +15,7 @@ import torch
 from zoo.cli import main
 from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
-from zoo.light.line_cache import LineCache, line_key
+from zoo.light.line_cache import LineCache, line_key, shard_files, shard_path
 from zoo.light.llm_writer import (
     ChatLineWriter,
     LanguageModelMissing,
@@ -39,7 +39,7 @@ from zoo.light.sim_llm_prompts import (
     clean_line,
     echo_words,
 )
-from zoo.light.sim_llm_speech import SpeechReport, utterance_seed, write_split_speech
+from zoo.light.sim_llm_speech import SpeechReport, SpeechShard, utterance_seed, write_split_speech
 from zoo.light.sim_speech import sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
@@ -135,6 +135,31 @@ def test_llm_corpus_is_seeded_cached_and_labelled(tiny_model, world, tmp_path):
                   for a, b in zip(v1, v2))
     assert changed == lines - report["fallbacks"] > 0  # every line not a fallback is the model's
     assert config.label == LABEL_V2 and MICRO.label == LABEL
+
+
+def test_shards_write_disjoint_lines_that_make_the_same_corpus(tiny_model, world, tmp_path):
+    config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
+    whole, _ = build_corpus(config, world, tmp_path / "whole.jsonl", writer_for(tiny_model))
+    cache = tmp_path / "lines.jsonl"
+    written = []
+    for index in (0, 1):  # two processes, one per core; each appends to its own file
+        _, extra = build_corpus(config, world, cache, writer_for(tiny_model), SpeechShard(index, 2))
+        assert extra["speech"]["line_cache"] == str(shard_path(cache, index, 2))
+        written.append(extra["speech"]["lines"])
+    assert not cache.exists() and shard_files(cache) == [shard_path(cache, 0, 2), shard_path(cache, 1, 2)]
+    assert sum(written) == sum(len(e.turns) for split in whole.values() for e in split)
+    # The unsharded run reads both shards: the corpus of a single process, without one model call.
+    last_writer = writer_for(tiny_model)
+    merged, extra = build_corpus(config, world, cache, last_writer)
+    assert merged == whole and last_writer.calls == 0 and extra["speech"]["generated"] == 0
+
+
+def test_a_speech_shard_is_k_of_n():
+    assert SpeechShard.parse("1/3") == SpeechShard(1, 3) and str(SpeechShard(1, 3)) == "1/3"
+    assert [i for i in range(7) if SpeechShard(1, 3).owns(i)] == [1, 4]
+    for bad in ("3/3", "1", "a/2", "-1/2"):
+        with pytest.raises(ValueError, match="K/N"):
+            SpeechShard.parse(bad)
 
 
 def test_batching_and_seeds(tiny_model):
@@ -293,6 +318,24 @@ def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, m
     assert directory.name != MICRO.fingerprint(authored_world())
     assert LightDataModule(source="sim", sim_dir=directory).label == LABEL_V2
     assert LightDataModule(source="sim", sim=config).label == LABEL_V2
+
+
+def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(tiny_model, tmp_path, monkeypatch,
+                                                                              capsys):
+    monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
+    out, lines = tmp_path / "v2", tmp_path / "lines.jsonl"
+    command = ["light", "sim", "--out", str(out), "--preset", "tiny", "--world", "authored", "--speech", "llm",
+               "--speech-model", str(tiny_model), "--line-cache", str(lines)]
+    for shard in ("0/2", "1/2"):
+        assert main(command + ["--speech-shard", shard, "--json"]) == 0
+        printed = capsys.readouterr().out
+        assert f"shard {shard}" in printed and "no corpus written" in printed
+        assert json.loads(printed.splitlines()[-1])["generated"] > 0
+    assert not out.exists()
+    assert main(command) == 0
+    assert ", 0 written by the model" in capsys.readouterr().out and load_manifest(out)["label"] == LABEL_V2
+    assert main(["light", "sim", "--out", str(tmp_path / "v1"), "--speech-shard", "0/2"]) == 2
+    assert "--speech-shard need --speech llm" in capsys.readouterr().err
 
 
 def test_echo_penalty_lowers_the_first_token_of_each_avoided_word(tiny_model):

@@ -8,6 +8,10 @@
 # only for the lines still missing; the corpus directory is written once, at the end. The line
 # cache lives under runs/ (runs/light-sim-v2-lines/, shared by the presets: the full corpus
 # reuses the small one's lines), so tools/carry_runs.py can carry it to the next session.
+# Both cores on one corpus: two shards at once, then the same command unsharded writes the corpus
+# from their lines without calling the model:
+#   tools/launch_run.sh sim-v2-full-0 tools/light_sim_v2.sh full runs/light-sim-v2-full --speech-shard 0/2
+#   tools/launch_run.sh sim-v2-full-1 tools/light_sim_v2.sh full runs/light-sim-v2-full --speech-shard 1/2
 set -euo pipefail
 preset="$1"; out="$2"; shift 2
 python="${PYTHON:-python}"

@@ -77,6 +77,10 @@ def add_sim_command(commands) -> None:
                      "AMX or AVX512-BF16 and writes a different corpus (its own cache key)")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
+    sim.add_argument("--speech-shard", metavar="K/N",
+                     help="with --speech llm: write only the lines of chats i with i %% N == K, to their own line-cache "
+                     "file beside --line-cache, and no corpus; N such processes may run at once (one per core), then "
+                     "the same command without --speech-shard reads every shard's lines and writes the corpus")
     sim.add_argument("--threads", type=int, default=None, help="torch CPU threads for the speech model")
     sim.add_argument("--json", action="store_true", help="print the manifest as JSON last")
     sim.set_defaults(handler=run_sim)
@@ -87,21 +91,26 @@ def run_sim(args) -> int:
     from zoo.light.environment import load_world
     from zoo.light.llm_writer import LanguageModelMissing
     from zoo.light.sim import SimConfig, build_corpus, llm_writer, load_manifest, write_corpus
+    from zoo.light.sim_llm_speech import SpeechShard
 
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
-        if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"):
-            raise ValueError("--speech-model, --speech-dtype and --line-cache need --speech llm")
+        if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
+                                     or args.speech_shard):
+            raise ValueError("--speech-model, --speech-dtype, --line-cache and --speech-shard need --speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
+        shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
         config = SimConfig.preset(args.preset, seed=args.seed, world=args.world, speech=args.speech,
                                   speech_model=args.speech_model, speech_dtype=args.speech_dtype)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
         writer = llm_writer(config, args.speech_batch_size, args.threads) if config.speech == "llm" else None
         with _progress_lines():
-            splits, extra = build_corpus(config, world, args.line_cache, writer)
+            splits, extra = build_corpus(config, world, args.line_cache, writer, shard)
         seconds = time.perf_counter() - start
+        if shard is not None:
+            return _report_shard(shard, extra["speech"], seconds, args.json)
         directory = write_corpus(splits, args.out, config, world, extra)
     except (LightDataError, OSError, ValueError, LanguageModelMissing) as error:
         return _fail("light sim", error)
@@ -114,6 +123,16 @@ def run_sim(args) -> int:
               f"the line cache, {speech['retried']} resampled, {speech['fallbacks']} template fallbacks")
     if args.json:
         print(json.dumps(manifest))
+    return 0
+
+
+def _report_shard(shard, speech: dict, seconds: float, as_json: bool) -> int:
+    """What a ``--speech-shard`` run prints: its lines are in the line cache, the corpus is not written."""
+    print(f"LIGHT-sim v2 speech, shard {shard}: {speech['lines']} lines in {seconds:.1f}s, {speech['generated']} "
+          f"written by the model, {speech['cached']} from the line cache, appended to {speech['line_cache']}; no "
+          "corpus written: once every shard is done, run the same command without --speech-shard")
+    if as_json:
+        print(json.dumps({"shard": str(shard), "seconds": round(seconds, 2), **speech}))
     return 0
 
 

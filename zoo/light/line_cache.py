@@ -6,6 +6,12 @@ one JSON-lines file and flushed, one ``{"key": ..., "raw": ...}`` record per lin
 :func:`line_key` (the model's identity, the prompt, the seed). A rerun reads the file and
 asks the model only for what is missing. JSON, never pickle: the file is data, safe to read
 whoever wrote it. A record cut short by a crash (the last line, unterminated) is ignored.
+
+Several processes may write one corpus's lines at once (``zoo light sim --speech-shard K/N``),
+each appending to its own shard file beside the main one (:func:`shard_path`); two processes
+never append to one file. A cache reads its own file and, read-only, any others it is given:
+a shard also reads the main file (lines a smaller preset already wrote), and the run that
+writes the corpus reads every shard (:func:`shard_files`).
 """
 
 from __future__ import annotations
@@ -22,18 +28,33 @@ def line_key(identity: str, prompt: str, seed: int) -> str:
     return hashlib.sha256(f"{identity}\0{seed}\0{prompt}".encode()).hexdigest()
 
 
-class LineCache:
-    """``get``/``put`` completions by key; ``put`` appends to ``path`` at once."""
+def shard_path(path: str | os.PathLike, index: int, count: int) -> Path:
+    """Where shard ``index`` of ``count`` appends its lines: ``lines.jsonl`` → ``lines.shard-1-of-2.jsonl``."""
+    path = Path(path)
+    return path.with_name(f"{path.stem}.shard-{index}-of-{count}{path.suffix}")
 
-    def __init__(self, path: str | os.PathLike):
+
+def shard_files(path: str | os.PathLike) -> list[Path]:
+    """The shard files written beside ``path``, in name order."""
+    path = Path(path)
+    return sorted(path.parent.glob(f"{path.stem}.shard-*-of-*{path.suffix}"))
+
+
+class LineCache:
+    """``get``/``put`` completions by key; ``put`` appends to ``path`` at once. ``read_also``:
+    other cache files whose lines count as cached (read once, never written)."""
+
+    def __init__(self, path: str | os.PathLike, read_also: Iterable[str | os.PathLike] = ()):
         self.path = Path(path)
         self._lines: dict[str, str] = {}
         self.hits = 0
-        if self.path.is_file():
-            self._read()
+        self.read_also = [Path(other) for other in read_also if Path(other) != self.path]
+        for source in [*self.read_also, self.path]:
+            if source.is_file():
+                self._read(source)
 
-    def _read(self) -> None:
-        with self.path.open(encoding="utf-8") as handle:
+    def _read(self, path: Path) -> None:
+        with path.open(encoding="utf-8") as handle:
             for number, line in enumerate(handle, 1):
                 if not line.endswith("\n"):
                     break  # a record a crash cut short
@@ -41,9 +62,9 @@ class LineCache:
                     record = json.loads(line)
                     key, raw = record["key"], record["raw"]
                 except (json.JSONDecodeError, KeyError, TypeError) as error:
-                    raise ValueError(f"{self.path}:{number}: not a line-cache record ({error})") from None
+                    raise ValueError(f"{path}:{number}: not a line-cache record ({error})") from None
                 if not isinstance(key, str) or not isinstance(raw, str):
-                    raise ValueError(f"{self.path}:{number}: key and raw must be strings")
+                    raise ValueError(f"{path}:{number}: key and raw must be strings")
                 self._lines[key] = raw
 
     def __len__(self) -> int:

@@ -82,23 +82,32 @@ def generate_corpus(config: SimConfig = SimConfig(), world: World | None = None,
 
 
 def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike | None = None,
-                 writer: Any = None) -> tuple[dict[str, list[Episode]], dict]:
+                 writer: Any = None, shard: Any = None) -> tuple[dict[str, list[Episode]], dict]:
     """The corpus of ``config`` and what its manifest adds: template speech, or (``speech="llm"``)
     the same chats with speech written by ``writer`` (default: a
     :class:`~zoo.light.llm_writer.ChatLineWriter` of ``config.speech_model``), through the
-    resumable line cache ``line_cache`` (default: beside the cached corpora)."""
+    resumable line cache ``line_cache`` (default: beside the cached corpora) and the shard
+    files beside it. With a ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`) only
+    that shard's lines are written, to its own file: the corpus returned is then incomplete,
+    for the line cache only."""
     start = time.perf_counter()
     if config.speech == "templates":
+        if shard is not None:
+            raise ValueError("a speech shard needs LLM speech (--speech llm)")
         splits = generate_corpus(config, world)
         return splits, {"generate_seconds": round(time.perf_counter() - start, 2)}
-    from zoo.light.line_cache import LineCache
+    from zoo.light.line_cache import LineCache, shard_files, shard_path
     from zoo.light.sim_llm_speech import SPEECH_VERSION, write_corpus_speech
 
     writer = writer or llm_writer(config)
     plans: dict[str, list[Plan]] = {}
     splits = generate_corpus(config, world, plans=plans)
-    cache = LineCache(line_cache or default_line_cache(writer.identity))
-    splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed)
+    main = Path(line_cache or default_line_cache(writer.identity))
+    if shard is None:
+        cache = LineCache(main, read_also=shard_files(main))
+    else:
+        cache = LineCache(shard_path(main, shard.index, shard.count), read_also=[main])
+    splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "dtype": getattr(writer, "dtype", "float32"),
               "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}

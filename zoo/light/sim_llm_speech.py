@@ -19,6 +19,11 @@ batch composition's RNG use. Cached: every completion is appended to a JSON-line
 (:class:`zoo.light.line_cache.LineCache`) keyed by the model file's sha256, the decoding
 settings, the prompt and the seed; a rerun after an interruption asks the model only for
 what is missing, and a finished corpus regenerates without one model call.
+
+Sharded: a line depends only on its own chat (the prompt holds that chat's lines so far), so
+the chats of a split can be written by several processes at once, shard ``k`` of ``n`` taking
+chats ``i`` with ``i % n == k`` (:class:`SpeechShard`); each appends to its own cache file, and
+a last unsharded run reads them all and writes the corpus without calling the model.
 """
 
 from __future__ import annotations
@@ -60,6 +65,32 @@ class LineWriter(Protocol):
 
     def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
                  avoid: Sequence[Sequence[str]] | None = None) -> list[str]: ...
+
+
+@dataclass(frozen=True)
+class SpeechShard:
+    """Shard ``index`` of ``count``: the chats ``i`` of every split with ``i % count == index``."""
+
+    index: int
+    count: int
+
+    def __post_init__(self):
+        if not 0 <= self.index < self.count:
+            raise ValueError(f"a speech shard is K/N with 0 <= K < N, got {self.index}/{self.count}")
+
+    @classmethod
+    def parse(cls, text: str) -> "SpeechShard":
+        """``"1/2"`` → shard 1 of 2."""
+        index, slash, count = text.partition("/")
+        if not slash or not index.strip().isdigit() or not count.strip().isdigit():
+            raise ValueError(f"a speech shard is K/N (e.g. 0/2), got {text!r}")
+        return cls(int(index), int(count))
+
+    def owns(self, episode: int) -> bool:
+        return episode % self.count == self.index
+
+    def __str__(self) -> str:
+        return f"{self.index}/{self.count}"
 
 
 @dataclass
@@ -133,15 +164,19 @@ def _duration(seconds: float) -> str:
 
 
 def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[Sequence], writer: LineWriter,
-                       cache: LineCache, seed: int, report: SpeechReport) -> list[Episode]:
-    """``episodes`` with every line written by ``writer`` (or taken from ``cache``)."""
+                       cache: LineCache, seed: int, report: SpeechReport,
+                       shard: SpeechShard | None = None) -> list[Episode]:
+    """``episodes`` with every line written by ``writer`` (or taken from ``cache``); with a
+    ``shard``, only that shard's chats (the others keep their template lines)."""
     if len(plans) != len(episodes):
         raise ValueError(f"{split}: {len(episodes)} episodes but {len(plans)} plans")
     counts = {"lines": 0, "generated": 0, "cached": 0, "retried": 0, "fallbacks": 0}
-    lines: list[list[str]] = [[] for _ in episodes]
-    progress = _Progress(split, sum(len(e.turns) for e in episodes))
-    for t in range(max((len(e.turns) for e in episodes), default=0)):
-        waiting = [i for i, e in enumerate(episodes) if len(e.turns) > t]
+    lines: list[list[str]] = [list(turn.speech or "" for turn in e.turns) if shard and not shard.owns(i) else []
+                              for i, e in enumerate(episodes)]
+    mine = [i for i in range(len(episodes)) if shard is None or shard.owns(i)]
+    progress = _Progress(split if shard is None else f"{split}, shard {shard}", sum(len(episodes[i].turns) for i in mine))
+    for t in range(max((len(episodes[i].turns) for i in mine), default=0)):
+        waiting = [i for i in mine if len(episodes[i].turns) > t]
         prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i]), echo_words(episodes[i], t, lines[i]))
                    for i in waiting}
         chosen: dict[int, str] = {}
@@ -199,10 +234,11 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
 
 
 def write_corpus_speech(splits: dict[str, list[Episode]], plans: dict[str, list], writer: LineWriter,
-                        cache: LineCache, seed: int) -> tuple[dict[str, list[Episode]], SpeechReport]:
-    """Every split of a template corpus with LLM speech, and what it took."""
+                        cache: LineCache, seed: int,
+                        shard: SpeechShard | None = None) -> tuple[dict[str, list[Episode]], SpeechReport]:
+    """Every split of a template corpus with LLM speech (a ``shard``'s chats only), and what it took."""
     report, start = SpeechReport(), time.perf_counter()
-    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report)
+    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report, shard)
                  for split, episodes in splits.items()}
     report.seconds = time.perf_counter() - start
     log.info("%s speech: %d lines, %d written by the model, %d from the cache, %d resampled, %d template "
