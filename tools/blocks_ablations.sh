@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The paper's Table 2 ablations under the default schedule, from seed 1's supervised start
-# (runs/blocks/sup-orig-s1, tools/blocks_seed.sh 1), so each row compares with seed 1's own
+# (runs/blocks/sup-orig-s1, tools/blocks_seed.sh 1; w/o previous action from its own, trained
+# here the same way), so each row compares with seed 1's own
 # bandit run (runs/blocks/bandit-s1: dev 4.352 / 4.487 after bandit epochs 1 / 2):
 #   tools/launch_run.sh ablations tools/blocks_ablations.sh [extra overrides]
 # Two bandit epochs per row (EPOCHS=...), one row after another, each resumable; a finished row
@@ -18,13 +19,25 @@ declare -A ROW=(
   [distance]="method=bandit bandit.reward=distance"    # a plain distance reward instead of F1+F2
   [reinforce]="method=reinforce"                       # REINFORCE, reward-to-go, same start
   [no-supervised-init]="method=bandit bandit.warmup_epochs=0"
+  [no-previous-action]="method=bandit model.use_previous_action=false"   # its own supervised start, below
   [dqn]="method=dqn"
 )
-for row in ${ROWS:-f1 f2 problem reinforce distance no-supervised-init dqn}; do
+for row in ${ROWS:-f1 f2 problem reinforce distance no-supervised-init no-previous-action dqn}; do
   run="$runs/ablation-$row"
   [ -f "$run/pretrained/model.safetensors" ] && continue
   overrides=(${ROW[$row]})
-  case "$row" in no-supervised-init|dqn) ;; *) overrides+=("bandit.init_from=$start") ;; esac
+  case "$row" in
+    no-supervised-init|dqn) ;;
+    no-previous-action)  # the network differs, so it needs a supervised start of its own (seed 1, ~1.2 h)
+      warmup="$runs/sup-orig-s1-noprev"
+      if [ ! -f "$warmup/checkpoints/epoch001.ckpt" ] && [ ! -f "$run/checkpoints/last.ckpt" ]; then
+        "$python" "$here/recipes/blocks_policy.py" method=supervised data.source=real data.supervised_schedule=replay \
+          model.init=original model.use_previous_action=false trainer.max_epochs=2 threads=1 seed=1 \
+          run_dir="$warmup" evaluation.gifs=0
+      fi
+      overrides+=("bandit.init_from=$warmup/checkpoints/epoch001.ckpt") ;;
+    *) overrides+=("bandit.init_from=$start") ;;
+  esac
   "$python" "$here/recipes/blocks_policy.py" data.source=real threads=1 seed=1 "${overrides[@]}" \
     trainer.max_epochs="${EPOCHS:-2}" run_dir="$run" evaluation.gifs=0 "$@"
 done
