@@ -20,6 +20,7 @@ from zoo.light.llm_writer import (
     ChatLineWriter,
     LanguageModelMissing,
     Sampling,
+    nucleus_sample,
     resolve_model_path,
 )
 from zoo.light.sim import (
@@ -135,6 +136,24 @@ def test_llm_corpus_is_seeded_cached_and_labelled(tiny_model, world, tmp_path):
                   for a, b in zip(v1, v2))
     assert changed == lines - report["fallbacks"] > 0  # every line not a fallback is the model's
     assert config.label == LABEL_V2 and MICRO.label == LABEL
+
+
+@pytest.mark.parametrize("candidates", [256, 2], ids=["nucleus-in-the-top-k", "nucleus-wider-sorted-whole"])
+def test_nucleus_sampling_draws_each_nucleus_token_in_proportion(candidates):
+    # Two rows over 8 tokens. Row 0's nucleus at 0.9: 0.4, 0.3, 0.2 (0.4 + 0.3 < 0.9 <= 0.9);
+    # row 1's: 0.5 and 0.45, the rest never drawn. With 2 candidates row 0 is sorted whole, row 1 is not.
+    probs = torch.tensor([[0.05, 0.4, 0.02, 0.3, 0.2, 0.01, 0.01, 0.01],
+                          [0.01, 0.01, 0.45, 0.01, 0.01, 0.5, 0.005, 0.005]])
+    generators = [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)]
+    draws = torch.stack([nucleus_sample(probs, 0.9, generators, candidates) for _ in range(6000)])
+    for row, expected in ((0, {1: 0.4 / 0.9, 3: 0.3 / 0.9, 4: 0.2 / 0.9}), (1, {5: 0.5 / 0.95, 2: 0.45 / 0.95})):
+        counts = torch.bincount(draws[:, row], minlength=8).float() / len(draws)
+        assert set(counts.nonzero().flatten().tolist()) == set(expected)
+        for token, share in expected.items():
+            assert abs(counts[token] - share) < 0.025, (row, token, float(counts[token]), share)
+    # The row's generator alone decides its draw: same seeds, same tokens.
+    again = [torch.Generator().manual_seed(1), torch.Generator().manual_seed(2)]
+    assert torch.equal(nucleus_sample(probs, 0.9, again, candidates), draws[0])
 
 
 def test_shards_write_disjoint_lines_that_make_the_same_corpus(tiny_model, world, tmp_path):

@@ -80,6 +80,15 @@ DTYPES = ("float32", "bfloat16")
 AVX512-BF16 (and on GPUs), and writes different lines than float32 from the same seeds."""
 
 
+SAMPLER_VERSION = 2
+"""In every line's cache key: version 2 draws from the nucleus by one uniform per row
+(:func:`nucleus_sample`); version 1 sorted the whole vocabulary and called ``torch.multinomial``,
+which spends the same seed differently, so its lines are not version 2's."""
+
+NUCLEUS_CANDIDATES = 256
+"""Most probable tokens :func:`nucleus_sample` looks at first; a row whose nucleus is wider is sorted whole."""
+
+
 @dataclass(frozen=True)
 class Sampling:
     """How lines are decoded. ``temperature`` 0 is greedy; ``repetition_penalty`` divides the
@@ -98,7 +107,7 @@ class Sampling:
 
     def as_key(self) -> str:
         return (f"t={self.temperature},p={self.top_p},r={self.repetition_penalty},e={self.echo_penalty},"
-                f"n={self.max_new_tokens},s={self.max_sentences}")
+                f"n={self.max_new_tokens},s={self.max_sentences},sampler={SAMPLER_VERSION}")
 
 
 class ChatLineWriter:
@@ -280,13 +289,39 @@ class ChatLineWriter:
 
         if self.sampling.temperature <= 0:
             return logits.argmax(-1)
-        probs = torch.softmax(logits / self.sampling.temperature, dim=-1)
-        ordered, order = probs.sort(dim=-1, descending=True)
-        keep = ordered.cumsum(-1) - ordered < self.sampling.top_p  # the smallest set reaching top_p
-        ordered = ordered * keep
-        picks = [order[row, torch.multinomial(ordered[row], 1, generator=generators[row])]
-                 for row in range(logits.shape[0])]
-        return torch.cat(picks)
+        return nucleus_sample(torch.softmax(logits / self.sampling.temperature, dim=-1), self.sampling.top_p,
+                              generators)
+
+
+def nucleus_sample(probs, top_p: float, generators, candidates: int = NUCLEUS_CANDIDATES):
+    """One token per row of ``probs`` (rows of a distribution), drawn from the row's nucleus,
+    the smallest set of most probable tokens whose mass reaches ``top_p``, in proportion to
+    their probabilities, with one uniform from the row's own generator.
+
+    Why not sort and ``torch.multinomial``: for a batch of 64 rows over SmolLM2's 49,152 tokens
+    the sort alone took longer than the model's decoding step (341 ms against ~320 ms on one
+    thread), and 64 multinomial draws over full-length vectors another 127 ms. A nucleus at
+    temperature 0.8 is a few dozen tokens, so the ``candidates`` most probable (``topk``, 20 ms)
+    hold it in nearly every row; a row whose top ``candidates`` do not reach ``top_p`` is
+    sorted whole, so the result is exact either way.
+    """
+    import torch
+
+    rows, vocabulary = probs.shape
+    k = min(candidates, vocabulary)
+    top, index = probs.topk(k, dim=-1)  # descending
+    wide = (top.sum(-1) < top_p).nonzero().flatten().tolist() if k < vocabulary else []
+    if wide:  # the nucleus of these rows is not within the top k: take them whole
+        whole, order = probs[wide].sort(dim=-1, descending=True)
+        top = torch.cat([top, torch.zeros(rows, vocabulary - k, dtype=top.dtype)], dim=1)
+        index = torch.cat([index, torch.zeros(rows, vocabulary - k, dtype=index.dtype)], dim=1)
+        top[wide], index[wide] = whole, order
+    mass = top.cumsum(-1)
+    size = ((mass - top) < top_p).sum(-1, keepdim=True)  # the nucleus: a prefix of the sorted row
+    total = mass.gather(1, size - 1)
+    uniform = torch.cat([torch.rand(1, generator=generator, dtype=total.dtype) for generator in generators])
+    position = (mass <= uniform[:, None] * total).sum(-1, keepdim=True).minimum(size - 1)
+    return index.gather(1, position).flatten()
 
 
 def torch_where_penalty(values, penalty: float):
