@@ -7,7 +7,8 @@
 # (results.json) is skipped, so relaunching continues the table. Dialogue rows first.
 # tools/light_table6.py runs/light/table6-TRAIN prints the table. Unigram F1 is measured on the
 # first 200 examples of each evaluated split (beam 5; on 64 its interval is +-5 points).
-# TASKS="action emote" tools/light_generative_table6.sh ... trains only those tasks' rows.
+# TASKS="action emote" tools/light_generative_table6.sh ... trains only those tasks' rows, and
+# FEATURES="dialogue_objects" only those groundings (two jobs on two cores must not share a row).
 set -euo pipefail
 sim="$1"; train="${2:-8000}"; shift $(( $# < 2 ? $# : 2 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -15,7 +16,7 @@ python="${PYTHON:-python}"
 out="runs/light/table6-$train"
 limit="{train: $train, valid: 200, test: 500, test_unseen: 500}"
 for task in ${TASKS:-dialogue action emote}; do
-  for features in all actions_emotes dialogue dialogue_action_emote dialogue_persona dialogue_setting dialogue_objects; do
+  for features in ${FEATURES:-all actions_emotes dialogue dialogue_action_emote dialogue_persona dialogue_setting dialogue_objects}; do
     run="$out/$task-$features"
     [ -f "$run/results.json" ] && continue
     "$python" "$here/recipes/light_generative.py" data.sim_dir="$sim" "data.limit=$limit" data.task="$task" \
