@@ -48,8 +48,7 @@ class LineCache:
         self.path = Path(path)
         self._lines: dict[str, str] = {}
         self.hits = 0
-        self.read_also = [Path(other) for other in read_also if Path(other) != self.path]
-        for source in [*self.read_also, self.path]:
+        for source in [*(Path(other) for other in read_also if Path(other) != self.path), self.path]:
             if source.is_file():
                 self._read(source)
 

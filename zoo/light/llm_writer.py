@@ -311,19 +311,21 @@ def nucleus_sample(probs, top_p: float, generators, candidates: int = NUCLEUS_CA
     """
     import torch
 
-    rows, vocabulary = probs.shape
-    k = min(candidates, vocabulary)
-    top, index = probs.topk(k, dim=-1)  # descending
-    wide = (top.sum(-1) < top_p).nonzero().flatten().tolist() if k < vocabulary else []
-    if wide:  # the nucleus of these rows is not within the top k: take them whole
-        whole, order = probs[wide].sort(dim=-1, descending=True)
-        top = torch.cat([top, torch.zeros(rows, vocabulary - k, dtype=top.dtype)], dim=1)
-        index = torch.cat([index, torch.zeros(rows, vocabulary - k, dtype=index.dtype)], dim=1)
-        top[wide], index[wide] = whole, order
-    mass = top.cumsum(-1)
-    size = ((mass - top) < top_p).sum(-1, keepdim=True)  # the nucleus: a prefix of the sorted row
+    uniform = torch.cat([torch.rand(1, generator=generator, dtype=probs.dtype) for generator in generators])
+    top, index = probs.topk(min(candidates, probs.shape[-1]), dim=-1)  # descending
+    picks = _draw_from_nucleus(top, index, top_p, uniform)
+    wide = (top.sum(-1) < top_p).nonzero().flatten()  # nucleus not within the top k (never when k is all)
+    if len(wide):
+        picks[wide] = _draw_from_nucleus(*probs[wide].sort(dim=-1, descending=True), top_p, uniform[wide])
+    return picks
+
+
+def _draw_from_nucleus(ordered, index, top_p: float, uniform):
+    """Per row of descending probabilities ``ordered`` (token ids ``index``): the token where
+    ``uniform`` x the nucleus's mass falls in the nucleus's cumulative mass."""
+    mass = ordered.cumsum(-1)
+    size = ((mass - ordered) < top_p).sum(-1, keepdim=True)  # the nucleus: a prefix of the sorted row
     total = mass.gather(1, size - 1)
-    uniform = torch.cat([torch.rand(1, generator=generator, dtype=total.dtype) for generator in generators])
     position = (mass <= uniform[:, None] * total).sum(-1, keepdim=True).minimum(size - 1)
     return index.gather(1, position).flatten()
 
