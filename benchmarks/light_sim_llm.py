@@ -2,11 +2,15 @@
 
     python benchmarks/light_sim_llm.py --json [--chats 6] [--threads 1] [--variants float32:16,bfloat16:16,bfloat16:64]
     python benchmarks/light_sim_llm.py --json --chats 16 --variants bfloat16:64:sort,bfloat16:64
+    python benchmarks/light_sim_llm.py --json --chats 32 --variants bfloat16:64:noreuse,bfloat16:64
 
 A variant ``dtype:batch:sort`` decodes with the plain reference sampler (sort the whole
 vocabulary, ``torch.multinomial`` over it: what the writer did before :func:`nucleus_sample`),
 so the two samplers are measured side by side; their lines differ (they spend the seeds
-differently), their distributions do not. ``sampler_ms`` times the two samplers alone on one
+differently), their distributions do not. A variant ``dtype:batch:noreuse`` prefills every
+prompt whole instead of reusing what it shares with its speaker's previous prompt
+(:mod:`zoo.light.prompt_prefixes`); ``reused_tokens`` counts the prompt tokens not run again
+(``prompt_tokens`` counts them all). ``sampler_ms`` times the two samplers alone on one
 decoding step's probabilities (64 rows of the model's vocabulary).
 
 Each variant writes the speech of the same few chats (the first ``--chats`` of the tiny preset's
@@ -59,8 +63,9 @@ def time_samplers(vocabulary: int, rows: int = 64, repeats: int = 7) -> dict:
     return out
 
 
-def measure(config: SimConfig, world, dtype: str, batch_size: int, threads: int, reference_sampler: bool) -> dict:
-    writer = ChatLineWriter(None, batch_size=batch_size, threads=threads, dtype=dtype)
+def measure(config: SimConfig, world, dtype: str, batch_size: int, threads: int, reference_sampler: bool,
+            reuse_prompts: bool = True) -> dict:
+    writer = ChatLineWriter(None, batch_size=batch_size, threads=threads, dtype=dtype, reuse_prompts=reuse_prompts)
     writer.load()
     if reference_sampler:
         import torch
@@ -75,10 +80,11 @@ def measure(config: SimConfig, world, dtype: str, batch_size: int, threads: int,
     lines = [turn.speech for episodes in splits.values() for episode in episodes for turn in episode.turns]
     return {
         "dtype": dtype, "batch_size": batch_size, "sampler": "sort" if reference_sampler else "nucleus",
+        "reuse_prompts": reuse_prompts, "reused_tokens": cost["reused_tokens"],
         "lines": len(lines), "completions": writer.prompts_done,
         "seconds": round(seconds, 2), "seconds_per_line": round(seconds / max(len(lines), 1), 3),
         "prompt_tokens": cost["prompt_tokens"], "prefill_s": round(cost["prefill_s"], 2),
-        "prefill_tokens_per_s": round(cost["prompt_tokens"] / max(cost["prefill_s"], 1e-9), 1),
+        "prefill_tokens_per_s": round((cost["prompt_tokens"] - cost["reused_tokens"]) / max(cost["prefill_s"], 1e-9), 1),
         "decode_steps": cost["decode_steps"], "decode_s": round(cost["decode_s"], 2),
         "decode_ms_per_step": round(1e3 * cost["decode_s"] / max(cost["decode_steps"], 1), 1),
         "new_tokens": cost["new_tokens"], "retried": speech["retried"], "fallbacks": speech["fallbacks"],
@@ -99,8 +105,11 @@ def main() -> None:
     world = load_world(None, config.world)
     results = []
     for variant in args.variants.split(","):
-        dtype, batch, *sampler = variant.split(":")
-        result = measure(config, world, dtype, int(batch), args.threads, sampler == ["sort"])
+        dtype, batch, *flags = variant.split(":")
+        unknown = set(flags) - {"sort", "noreuse"}
+        if unknown:
+            parser.error(f"unknown variant flag(s) {sorted(unknown)} in {variant!r}; known: sort, noreuse")
+        result = measure(config, world, dtype, int(batch), args.threads, "sort" in flags, "noreuse" not in flags)
         reference = results[0]["text"] if results else result["text"]
         result["same_lines_as_reference"] = sum(a == b for a, b in zip(result["text"], reference))
         results.append(result)

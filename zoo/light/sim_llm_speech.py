@@ -33,7 +33,7 @@ import json
 import logging
 import time
 from dataclasses import asdict, dataclass, field, replace
-from typing import Protocol, Sequence
+from typing import Hashable, Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
@@ -53,6 +53,13 @@ ATTEMPTS = 2
 """Samples per line before the template line is kept instead."""
 FLUSH_EVERY = 4
 """Batches written between cache appends and progress lines."""
+CHATS_PER_PASS = 256
+"""Chats written together, turn by turn (so that prompts batch). The writer keeps each speaker's
+last prompt until the pass ends, to run the model only over what the next prompt adds
+(:mod:`zoo.light.prompt_prefixes`; SmolLM2 in bfloat16: ~6.4 MB per speaker, ~3.3 GB a pass).
+Why 256: a turn's prompts are sorted by the tokens they add before batching, so more chats per
+pass means less padding; counted on the first 512 `small` train chats at batch 64, the prefill
+runs 2.04x fewer positions than whole prompts at 256 chats a pass, 1.75x at 128, 1.36x at 64."""
 
 
 class LineWriter(Protocol):
@@ -64,7 +71,10 @@ class LineWriter(Protocol):
     def identity(self) -> str: ...
 
     def complete(self, prompts: Sequence[Sequence[dict]], seeds: Sequence[int],
-                 avoid: Sequence[Sequence[str]] | None = None) -> list[str]: ...
+                 avoid: Sequence[Sequence[str]] | None = None,
+                 slots: Sequence[Hashable | None] | None = None) -> list[str]: ...
+
+    def forget_prompts(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -175,30 +185,33 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
                               for i, e in enumerate(episodes)]
     mine = [i for i in range(len(episodes)) if shard is None or shard.owns(i)]
     progress = _Progress(split if shard is None else f"{split}, shard {shard}", sum(len(episodes[i].turns) for i in mine))
-    for t in range(max((len(episodes[i].turns) for i in mine), default=0)):
-        waiting = [i for i in mine if len(episodes[i].turns) > t]
-        prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i]), echo_words(episodes[i], t, lines[i]))
-                   for i in waiting}
-        chosen: dict[int, str] = {}
-        for attempt in range(ATTEMPTS):
-            todo = [i for i in waiting if i not in chosen]
-            if not todo:
-                break
-            if attempt:
-                counts["retried"] += len(todo)
-            raw = _complete(split, t, attempt, todo, prompts, writer, cache, seed, counts, progress)
-            for i in todo:
-                names = [a.name for a in episodes[i].agents]
-                asked = "\n".join(message["content"] for message in prompts[i][0])
-                line = clean_line(raw[i], lines[i], names, asked, sentence_budget(seed, split, i, t))
-                if line:
-                    chosen[i] = line
-        for i in waiting:
-            if i not in chosen:
-                counts["fallbacks"] += 1
-            lines[i].append(chosen.get(i) or episodes[i].turns[t].speech or "")
-            counts["lines"] += 1
-        progress.advance(len(waiting), 0)
+    for start in range(0, len(mine), CHATS_PER_PASS):
+        chats = mine[start:start + CHATS_PER_PASS]
+        for t in range(max(len(episodes[i].turns) for i in chats)):
+            waiting = [i for i in chats if len(episodes[i].turns) > t]
+            prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i]), echo_words(episodes[i], t, lines[i]))
+                       for i in waiting}
+            chosen: dict[int, str] = {}
+            for attempt in range(ATTEMPTS):
+                todo = [i for i in waiting if i not in chosen]
+                if not todo:
+                    break
+                if attempt:
+                    counts["retried"] += len(todo)
+                raw = _complete(split, t, attempt, todo, prompts, writer, cache, seed, counts, progress)
+                for i in todo:
+                    names = [a.name for a in episodes[i].agents]
+                    asked = "\n".join(message["content"] for message in prompts[i][0])
+                    line = clean_line(raw[i], lines[i], names, asked, sentence_budget(seed, split, i, t))
+                    if line:
+                        chosen[i] = line
+            for i in waiting:
+                if i not in chosen:
+                    counts["fallbacks"] += 1
+                lines[i].append(chosen.get(i) or episodes[i].turns[t].speech or "")
+                counts["lines"] += 1
+            progress.advance(len(waiting), 0)
+        writer.forget_prompts()
     progress.advance(0, 0, force=True)
     report.per_split[split] = counts
     for name in ("lines", "generated", "cached", "retried", "fallbacks"):
@@ -225,7 +238,8 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
     for start in range(0, len(missing), chunk):
         part = missing[start:start + chunk]
         seeds = [utterance_seed(seed, split, i, t, attempt) for i in part]
-        texts = writer.complete([prompts[i][0] for i in part], seeds, [prompts[i][1] for i in part])
+        texts = writer.complete([prompts[i][0] for i in part], seeds, [prompts[i][1] for i in part],
+                                slots=[(split, i, t % 2) for i in part])  # one speaker of one chat
         cache.put([(keys[i], text) for i, text in zip(part, texts)])
         raw.update(zip(part, texts))
         counts["generated"] += len(part)
