@@ -76,6 +76,10 @@ def plot(rows: list[dict], out: Path) -> None:
         xs = [0] * bool(start) + [r["epoch"] + 1 for r in bandit]
         dev = [start[-1]["dev_mean"]] * bool(start) + [r["dev_mean"] for r in bandit]
         axis.plot(xs, dev, "o-", color=colour, label=f"seed {seed}, dev")
+        closest = [(r["epoch"] + 1, r["dev_min_mean"]) for r in bandit if r.get("dev_min_mean") is not None]
+        if closest:  # where the episodes passed nearest the goal: the error a well-timed STOP would leave
+            axis.plot(*zip(*closest), "v--", color=colour, alpha=0.6, markersize=4,
+                      label=f"seed {seed}, dev, closest point")
         tuning = [(r["epoch"] + 1, r["tuning"]) for r in bandit if r.get("tuning") is not None]
         if tuning:
             axis.plot(*zip(*tuning), "x:", color=colour, alpha=0.7, label=f"seed {seed}, tuning")
@@ -83,10 +87,18 @@ def plot(rows: list[dict], out: Path) -> None:
         axis.axhline(value, color="grey", linestyle=style, linewidth=1)
         axis.annotate(name, (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
                       ha="right", color="grey", fontsize=8)
+    top = 7.0  # a diverged epoch (seed 2's fourth: 9.3) would squash the rest; it is named at the top instead
+    off_scale = [(r["seed"], r["epoch"] + 1, r["dev_mean"]) for r in rows
+                 if r["stage"] == "bandit" and r["dev_mean"] > top]
+    if off_scale:
+        axis.set_ylim(top=top)
+        for seed, x, value in off_scale:
+            axis.annotate(f"seed {seed}: {value:.2f} ↑", (x, top), xytext=(0, -12), textcoords="offset points",
+                          ha="center", fontsize=8, color=colours[seed % 10])
     axis.set_xlabel("bandit epochs (11,196 episodes each; 0 = the supervised start)")
     axis.set_ylabel("mean distance error (block lengths)")
     axis.set_title("Blocks, contextual bandit with F1+F2 shaping, one line per seed")
-    axis.legend(fontsize=8, ncol=2)
+    axis.legend(fontsize=8, ncol=2, loc="upper right", bbox_to_anchor=(1.0, 0.93))
     axis.grid(alpha=0.3)
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
