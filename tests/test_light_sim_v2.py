@@ -464,3 +464,16 @@ def test_a_resumed_split_estimates_its_time_left_from_the_models_pace(monkeypatc
         progress.advance(64, 64)
     assert caplog.messages[-1].endswith("6064/10064 lines (64 written by the model, 0.52 lines/s, about 67 min left)")
 
+
+
+def test_vocabulary_growth_counts_new_words_utterance_by_utterance_in_corpus_order():
+    from zoo.light.records import Agent, Episode, Setting, Turn
+    from zoo.light.stats import vocabulary_growth
+
+    agents = (Agent("knight", "I guard."), Agent("bard", "I sing."))
+    chats = [Episode(setting=Setting("Tavern", "Inside", "Smoky."), agents=agents,
+                     turns=(Turn("Hello, bard!"), Turn(None, action="hug knight"), Turn("Hello knight, hello.")))
+             for _ in range(2)]
+    # Utterances in order: "hello bard" (2 words), "hello knight hello" (+knight: 3), then the
+    # same two again (still 3); the turn without speech is not an utterance.
+    assert vocabulary_growth(chats, points=(1, 2, 4, 10)) == {1: 2, 2: 3, 4: 3}

@@ -167,7 +167,7 @@ def add_stats_command(commands) -> None:
 
 def run_stats(args) -> int:
     from zoo.light.speech_overlap import overlap_stats
-    from zoo.light.stats import corpus_stats, format_comparison, format_table
+    from zoo.light.stats import corpus_stats, format_comparison, format_table, vocabulary_growth
 
     try:
         if args.pickle:
@@ -193,8 +193,14 @@ def run_stats(args) -> int:
     print("|---|" + "---:|" * len(overlap))
     for name in ("context_copy", "dialogue_echo", "naming"):
         print(f"| {name} | " + " | ".join(f"{overlap[s][name]:.3f}" for s in overlap) + " |")
+    growth = {split: vocabulary_growth(episodes) for split, episodes in splits.items()}
+    if any(growth.values()):
+        print()
+        print("vocabulary at the first N utterances: " + "; ".join(
+            f"{split} " + ", ".join(f"{n:,}: {v:,}" for n, v in points.items()) for split, points in growth.items() if points))
     if args.json:
-        print(json.dumps({"data": label, "splits": {k: {**v.as_dict(), **overlap[k]} for k, v in stats.items()}}))
+        print(json.dumps({"data": label, "splits": {k: {**v.as_dict(), **overlap[k], "vocabulary_growth": growth[k]}
+                                                    for k, v in stats.items()}}))
     return 0
 
 
