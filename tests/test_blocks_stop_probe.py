@@ -64,3 +64,28 @@ def test_the_report_pairs_each_curve_with_its_probe(tmp_path):
     assert runs[1]["probe"] is None
     assert [p["tuning_mean_error"] for p in runs[0]["curve"]] == [5.7, 5.4]
     assert "keep-head | start.ckpt | 1 | kept | 5.70 5.40 | 0.10 / 0.60 | 0.3800 / 0.0300" in report.table(runs)
+
+
+def test_the_horizon_records_each_episodes_error_after_every_move_and_ends_at_the_final_error():
+    from zoo.blocks.evaluate import evaluate_policy
+
+    spec = importlib.util.spec_from_file_location("blocks_stop_horizon", REPO / "tools" / "blocks_stop_horizon.py")
+    horizon = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(horizon)
+    datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 4, "dev": 5, "test": 2})
+    datamodule.setup()
+    examples = datamodule.dev_examples
+    torch.manual_seed(0)
+    policy = BlockPolicy(datamodule.vocabulary.words, init="glorot")
+
+    errors = horizon.error_by_move(policy, examples, batch_size=3)  # two batches
+    assert errors.shape == (horizon.HORIZON + 1, len(examples))
+    final = evaluate_policy(policy, examples, progress=False)
+    assert abs(float(errors[-1].mean()) - final["mean"]) < 1e-5  # the last row is where episodes ended
+    assert abs(float(errors.min(0).values.mean()) - final["min_mean"]) < 1e-5  # the closest point on the way
+
+    with torch.no_grad():  # a policy that stops at once leaves every block at its start
+        policy.direction_head.weight.zero_()
+        policy.direction_head.bias.copy_(torch.tensor([0.0, 0.0, 0.0, 0.0, 50.0]))
+    stopped = horizon.error_by_move(policy, examples)
+    assert torch.equal(stopped, stopped[:1].expand_as(stopped))
