@@ -477,3 +477,21 @@ def test_vocabulary_growth_counts_new_words_utterance_by_utterance_in_corpus_ord
     # Utterances in order: "hello bard" (2 words), "hello knight hello" (+knight: 3), then the
     # same two again (still 3); the turn without speech is not an utterance.
     assert vocabulary_growth(chats, points=(1, 2, 4, 10)) == {1: 2, 2: 3, 4: 3}
+
+
+def test_the_names_probe_removes_only_the_chats_own_character_names():
+    import importlib.util
+    from pathlib import Path
+
+    from zoo.light.records import Agent, Episode, Setting, Turn
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "light_sim_names_probe.py"
+    spec = importlib.util.spec_from_file_location("light_sim_names_probe", path)
+    probe = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(probe)
+    episode = Episode(setting=Setting("Pond", "Outside", "A still pond."),
+                      agents=(Agent("fish", "I swim."), Agent("water nymph", "I guard the pond.")),
+                      turns=(Turn("The water nymph, you say. A noble creature!"), Turn(None, emote="smile"),
+                             Turn("Fish are my friends, and the king is not.")))
+    lines = [turn.speech for turn in probe.without_names(episode).turns]
+    assert lines == ["you say. A noble creature!", None, "are my friends, and the king is not."]
