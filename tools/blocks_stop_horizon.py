@@ -30,7 +30,7 @@ HORIZON = 40
 def error_by_move(policy, examples, batch_size: int = 256) -> torch.Tensor:
     """``[HORIZON + 1, N]``: each episode's distance error after 0..40 moves of its greedy
     rollout (an episode that ended, by STOP or the horizon, keeps its final error)."""
-    from zoo.blocks.evaluate import greedy_actions
+    from zoo.blocks.evaluate import greedy_actions, play_greedily
     from zoo.blocks.rollout import EpisodeRunner
 
     runner, columns = EpisodeRunner(), []
@@ -43,10 +43,7 @@ def error_by_move(policy, examples, batch_size: int = 256) -> torch.Tensor:
             errors.append(runner.env.error().clone())
             return act(observation)
 
-        runner.play(batch, recording, images=getattr(policy, "needs_images", True),
-                    encode=getattr(policy, "encode_instructions", None),
-                    featurize=getattr(policy, "instruction_features", None), running_only=True,
-                    track=getattr(policy, "image_tracker", None))
+        play_greedily(runner, policy, batch, recording)
         errors.append(runner.env.error().clone())
         errors += [errors[-1]] * (HORIZON + 1 - len(errors))
         columns.append(torch.stack(errors[: HORIZON + 1]))

@@ -23,6 +23,22 @@ def greedy_actions(policy):
     return act
 
 
+def play_greedily(runner: EpisodeRunner, policy, examples: Sequence[Example], act=None):
+    """``runner.play`` of ``examples`` with the inputs ``policy`` needs, showing it only the running
+    episodes; ``act`` (default: :func:`greedy_actions`) may wrap the policy's choice, e.g. to
+    record the episodes' state before each decision."""
+    return runner.play(
+        examples,
+        act or greedy_actions(policy),
+        images=getattr(policy, "needs_images", True),
+        demonstrations=getattr(policy, "needs_demonstrations", False),
+        encode=getattr(policy, "encode_instructions", None),
+        featurize=getattr(policy, "instruction_features", None),
+        running_only=True,
+        track=getattr(policy, "image_tracker", None),
+    )
+
+
 @torch.no_grad()
 def evaluate_policy(
     policy,
@@ -46,21 +62,11 @@ def evaluate_policy(
         raise ValueError(f"batch_size must be at least 1, got {batch_size}")
     if hasattr(policy, "eval"):
         policy.eval()
-    encode = getattr(policy, "encode_instructions", None)
     report = CountProgress(len(examples), "episodes", progress)
     started, steps, stopped = time.perf_counter(), 0, 0
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
-        results = runner.play(
-            batch,
-            greedy_actions(policy),
-            images=getattr(policy, "needs_images", True),
-            demonstrations=getattr(policy, "needs_demonstrations", False),
-            encode=encode,
-            featurize=getattr(policy, "instruction_features", None),
-            running_only=True,
-            track=getattr(policy, "image_tracker", None),
-        )
+        results = play_greedily(runner, policy, batch)
         metric.update(results.final_error, results.min_error)
         steps += runner.decisions
         stopped += int(runner.env.stopped.sum())

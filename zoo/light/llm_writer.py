@@ -143,8 +143,8 @@ class ChatLineWriter:
         self.threads = threads
         self.calls = 0
         self.prompts_done = 0
-        self.cost = {"prompt_tokens": 0, "reused_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0, "decode_s": 0.0,
-                     "load_s": 0.0}
+        self.cost = {"prompt_tokens": 0, "reused_tokens": 0, "prefill_s": 0.0, "decode_steps": 0, "new_tokens": 0,
+                     "decode_s": 0.0, "load_s": 0.0}
         self._model = None
         self._tokenizer = None
         self._stop_ids: frozenset[int] = frozenset()
@@ -216,14 +216,14 @@ class ChatLineWriter:
         avoid = avoid if avoid is not None else [()] * len(prompts)
         slots = slots if slots is not None and self.reuse_prompts else [None] * len(prompts)
         ids = [self._tokenizer(self.render(p), add_special_tokens=False).input_ids for p in prompts]
-        new = [len(row) - self._prefixes.reusable(slot, row) for row, slot in zip(ids, slots)]
-        order = sorted(range(len(ids)), key=lambda i: new[i])  # similar lengths to run batch with less padding
+        reused = [self._prefixes.reusable(slot, row) for row, slot in zip(ids, slots)]
+        order = sorted(range(len(ids)), key=lambda i: len(ids[i]) - reused[i])  # similar lengths to run: less padding
         out: dict[int, str] = {}
         for start in range(0, len(order), self.batch_size):
             part = order[start:start + self.batch_size]
             out.update(zip(part, self._complete_batch([ids[i] for i in part], [seeds[i] for i in part],
                                                       [self._word_tokens(avoid[i]) for i in part],
-                                                      [slots[i] for i in part])))
+                                                      [slots[i] for i in part], [reused[i] for i in part])))
         return [out[i] for i in range(len(ids))]
 
     def forget_prompts(self) -> None:
@@ -244,12 +244,12 @@ class ChatLineWriter:
         return sorted(ids)
 
     def _complete_batch(self, ids: Sequence[list[int]], seeds: Sequence[int], avoid: Sequence[list[int]],
-                        slots: Sequence[Hashable | None]) -> list[str]:
+                        slots: Sequence[Hashable | None], reused: Sequence[int]) -> list[str]:
+        """``reused[i]``: leading tokens of ``ids[i]`` whose keys and values ``slots[i]`` holds."""
         import torch
         from transformers import DynamicCache
 
         tokenizer, model, sampling = self._tokenizer, self._model, self.sampling
-        reused = [self._prefixes.reusable(slot, row) for slot, row in zip(slots, ids)]
         width, run = max(reused), max(len(row) - n for row, n in zip(ids, reused))
         # Each row: [pad | reused prompt tokens] [pad | tokens to run], both parts right-aligned.
         input_ids = torch.full((len(ids), run), tokenizer.pad_token_id, dtype=torch.long)
