@@ -41,7 +41,7 @@ from zoo.light.sim_llm_prompts import (
     echo_words,
 )
 from zoo.light.sim_llm_speech import SpeechReport, SpeechShard, utterance_seed, write_split_speech
-from zoo.light.sim_speech import sentences
+from zoo.light.sim_speech import address, sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -302,6 +302,12 @@ def test_clean_line_post_processing():
     assert clean_line("Good evening, friend.", said=["good evening friend!"], names=names) is None  # a repeat
     long = clean_line(" ".join(["word"] * 80))
     assert long.endswith("...") and len(long.split()) == 32
+    # A line opening by naming a character of the chat loses the name; a name in the sentence stays.
+    assert clean_line("The painter, I sense your fear.", names=names) == "I sense your fear."
+    assert clean_line("My dear workers! Come here now.", names=names) == "Come here now."
+    assert clean_line("The painter is late today.", names=names) == "The painter is late today."
+    assert clean_line("The king, I sense your fear.", names=names) == "The king, I sense your fear."  # not theirs
+    assert clean_line("They: I am fine, thanks.", names=names) == "I am fine, thanks."
 
 
 def test_prompt_holds_the_speakers_grounding_only(world):
@@ -314,6 +320,9 @@ def test_prompt_holds_the_speakers_grounding_only(world):
     assert " ".join(partner.persona.split()) not in system["content"]  # ParlAI shows only _self_persona
     assert sentences(episode.setting.description)[0] in system["content"]
     assert "Hello, friend." in user["content"]
+    partner_name = f"the {address(partner.name)}"
+    assert system["content"].count(partner_name) == 1 and partner_name not in user["content"]  # "them" after
+    assert user["content"].startswith("The conversation so far:\nThey: Hello, friend.")
     assert len(acts) == len(episode.turns) and all(kind in INSTRUCTIONS for turn in acts for kind, _ in turn)
     assert all(turn for turn in acts)  # every turn's speech did something
     assert episode.turns[1].speech not in user["content"]  # the template line itself is never shown

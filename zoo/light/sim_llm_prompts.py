@@ -50,39 +50,43 @@ SYSTEM = ("You are {me}, a character in a medieval fantasy world. {persona}\n"
           "sentences, in your own words, in character. No narration.")
 
 INSTRUCTIONS = {
-    "greet": "Greet {partner}.",
-    "greet_back": "Greet {partner} back.",
-    "introduce": "Tell {partner} who you are: {m}",
-    "persona": "Tell {partner} something about your life: {m}",
-    "self_image": "Tell {partner} how others see you: {m}",
+    "greet": "Greet them.",
+    "greet_back": "Greet them back.",
+    "introduce": "Tell them who you are: {m}",
+    "persona": "Tell them something about your life: {m}",
+    "self_image": "Tell them how others see you: {m}",
     "setting": "Say something about this place: {m}",
     "object": "Talk about the {m}.",
-    "echo": "Pick up on what {partner} said about the {m}.",
-    "ask_why": "Ask {partner} what brings them here.",
-    "ask_who": "Ask {partner} who they are.",
-    "ask_carry": "Ask {partner} what they are carrying.",
-    "request": "Ask {partner} to do this for you: {m}.",
+    "echo": "Pick up on what they said about the {m}.",
+    "ask_why": "Ask them what brings them here.",
+    "ask_who": "Ask them who they are.",
+    "ask_carry": "Ask them what they are carrying.",
+    "request": "Ask them to do this for you: {m}.",
     "background": "Share what people say about this place: {m}",
-    "small_talk": "Make small talk with {partner}.",
-    "hit_back": "{partner} hit you. Hit back, and say so.",
-    "react_hit": "{partner} just hit you. React.",
-    "react_steal": "{partner} just took your {m}. Protest.",
-    "react_give": "{partner} just gave you the {m}. Thank them.",
-    "react_hug": "{partner} just hugged you. Respond.",
-    "react_action": "Comment on what {partner} just did.",
-    "react_emote": "Ask {partner} why they {m}.",
+    "small_talk": "Make small talk.",
+    "hit_back": "They hit you. Hit back, and say so.",
+    "react_hit": "They just hit you. React.",
+    "react_steal": "They just took your {m}. Protest.",
+    "react_give": "They just gave you the {m}. Thank them.",
+    "react_hug": "They just hugged you. Respond.",
+    "react_action": "Comment on what they just did.",
+    "react_emote": "Ask them why they {m}.",
     "mirror_emote": "You {m} too. Say why.",
-    "comply": "Agree to what {partner} asked, and do it: {m}.",
-    "refuse": "Refuse what {partner} asked.",
-    "answer_carry": "Answer {partner}: you carry the {m}.",
-    "answer_why": "Answer {partner}'s question: {m}",
-    "answer_who": "Answer {partner}'s question: {m}",
+    "comply": "Agree to what they asked, and do it: {m}.",
+    "refuse": "Refuse what they asked.",
+    "answer_carry": "Answer them: you carry the {m}.",
+    "answer_why": "Answer their question: {m}",
+    "answer_who": "Answer their question: {m}",
     "announce": "Say that you are going to do this: {m}.",
     "emote_cue": "Show that you {m}.",
 }
-"""One instruction per speech act of the simulator (:mod:`zoo.light.sim`)."""
+"""One instruction per speech act of the simulator (:mod:`zoo.light.sim`). The partner is "them":
+the system message names them once. Naming them in every instruction and dialogue label (speech
+version 1) made the model name a character in 32% of its lines (people: 21% of the fixture's),
+often as a leading "The fish, ...", and those names were a third of IR's score on `small`
+(``tools/light_sim_names_probe.py``)."""
 
-GENERIC_ROLES = ("me", "you", "assistant", "character", "answer", "reply", "response", "line")
+GENERIC_ROLES = ("me", "you", "they", "them", "assistant", "character", "answer", "reply", "response", "line")
 STAGE_DIRECTION = re.compile(r"\*[^*]*\*|\([^)]*\)|\[[^\]]*\]")
 SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"')\]]*|$)")
 WORD = re.compile(r"[A-Za-z']+")
@@ -110,14 +114,13 @@ def object_list(turn: Turn) -> str:
 def happened(episode: Episode, t: int) -> str:
     """What the speaker sees before speaking: the partner's last action or emote, and its own
     action or emote of this turn (the simulator decided them; the line should fit)."""
-    notes = []
-    partner, me = character(episode.partner(t).name), episode.turns[t]
+    notes, me = [], episode.turns[t]
     if t > 0:
         last = episode.turns[t - 1]
         if last.action:
-            notes.append(f"{partner.capitalize()} did this: {last.action}.")
+            notes.append(f"They did this: {last.action}.")
         elif last.emote:
-            notes.append(f"{partner.capitalize()} {plural_verb(last.emote)}.")
+            notes.append(f"They {last.emote}.")
     if me.action:
         notes.append(f"You do this now: {me.action}.")
     elif me.emote:
@@ -125,16 +128,10 @@ def happened(episode: Episode, t: int) -> str:
     return " ".join(notes)
 
 
-def plural_verb(emote: str) -> str:
-    """``smile`` -> ``smiles``, ``wink`` -> ``winks``, ``nudge`` -> ``nudges``."""
-    return emote + ("es" if emote.endswith(("sh", "ch", "s", "x")) else "s")
-
-
-def instruction(acts: Sequence[tuple[str, str]], partner: str) -> str:
+def instruction(acts: Sequence[tuple[str, str]]) -> str:
     """The turn's plan as instructions; an unplanned turn is small talk."""
-    parts = [INSTRUCTIONS[kind].format(partner=partner, m=material.rstrip(". "))
-             for kind, material in acts if kind in INSTRUCTIONS]
-    return " ".join(parts) or INSTRUCTIONS["small_talk"].format(partner=partner)
+    parts = [INSTRUCTIONS[kind].format(m=material.rstrip(". ")) for kind, material in acts if kind in INSTRUCTIONS]
+    return " ".join(parts) or INSTRUCTIONS["small_talk"]
 
 
 def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], lines: Sequence[str]) -> list[dict]:
@@ -145,10 +142,9 @@ def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], line
                            place=f"the {address(episode.setting.name)}",
                            description=" ".join(sentences(episode.setting.description)[:DESCRIPTION_SENTENCES]),
                            objects=object_list(episode.turns[t]), partner=partner_name)
-    history = [f"{character(episode.speaker(i).name).capitalize()}: {lines[i]}"
-               for i in range(max(0, t - HISTORY_LINES), t)]
+    history = [f"{'You' if i % 2 == t % 2 else 'They'}: {lines[i]}" for i in range(max(0, t - HISTORY_LINES), t)]
     user = ("The conversation so far:\n" + "\n".join(history) + "\n\n") if history else "You speak first.\n\n"
-    user += " ".join(x for x in (happened(episode, t), instruction(acts, partner_name)) if x)
+    user += " ".join(x for x in (happened(episode, t), instruction(acts)) if x)
     user += f"\nWhat do you, {me_name}, say? One or two sentences."
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
@@ -157,9 +153,22 @@ def role_prefix(names: Sequence[str]) -> re.Pattern:
     """``The painter:``, ``**Painter**:``, ``You:`` at the start of a completion: the model
     naming the speaker, as the prompt's dialogue does. Only these names, so that a line like
     ``I tell you this: ...`` keeps its first words."""
-    roles = sorted({*GENERIC_ROLES, *(address(n).lower() for n in names)}, key=len, reverse=True)
-    alternatives = "|".join(re.escape(r) for r in roles)
+    alternatives = _alternatives({*GENERIC_ROLES, *(address(n).lower() for n in names)})
     return re.compile(rf"^\s*\**\s*(?:the |a |an )?(?:{alternatives})\s*\**\s*:\s*", re.IGNORECASE)
+
+
+def leading_vocative(names: Sequence[str]) -> re.Pattern:
+    """``The painter, ...``, ``My dear painters! ...`` at the start of a line: the model opening by
+    naming one of the chat's characters, its most common way of naming them (17% of the named
+    lines of speech version 1's `small` train split). People rarely open that way; the line
+    keeps what follows. A name used in the sentence (``The painter is late.``) stays."""
+    alternatives = _alternatives({address(n).lower() for n in names})
+    return re.compile(rf"^(?:(?:oh|ah|my|dear|the|a|an),?\s+)*(?:{alternatives})s?\s*[,!:.;]+\s*", re.IGNORECASE)
+
+
+def _alternatives(words: set[str]) -> str:
+    """A regex alternation of ``words``, longest first (so ``water nymph`` wins over ``water``)."""
+    return "|".join(re.escape(w) for w in sorted(words, key=len, reverse=True))
 
 
 def echo_words(episode: Episode, t: int, lines: Sequence[str]) -> list[str]:
@@ -187,6 +196,9 @@ def clean_line(text: str, said: Sequence[str] = (), names: Sequence[str] = (), a
         text = prefix.sub("", text, count=1).strip()
     text = STAGE_DIRECTION.sub(" ", text)
     text = " ".join(text.replace('"', " ").replace("\u201c", " ").replace("\u201d", " ").split()).strip(" '")
+    if names:
+        text = leading_vocative(names).sub("", text, count=1)
+        text = text[:1].upper() + text[1:]
     if not text or NOT_SPEECH.search(text):
         return None
     echoed = {_normal(s) for s in SENTENCE.findall(asked)}

@@ -47,8 +47,9 @@ from zoo.light.sim_llm_prompts import (
 log = logging.getLogger("zoo.progress")
 
 LABEL = "LIGHT-sim v2"
-SPEECH_VERSION = "1"
-"""Bumped whenever prompts or post-processing change, so cached corpora are rebuilt."""
+SPEECH_VERSION = "2"
+"""Bumped whenever prompts or post-processing change, so cached corpora are rebuilt. 2: the partner
+is "them" in instructions and dialogue labels, and a leading vocative is cut (fewer names)."""
 ATTEMPTS = 2
 """Samples per line before the template line is kept instead."""
 FLUSH_EVERY = 4
