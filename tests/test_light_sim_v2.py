@@ -250,6 +250,31 @@ def test_bfloat16_is_its_own_corpus_and_float32_keeps_its_keys(tiny_model, world
         ChatLineWriter(tiny_model, dtype="float16")
 
 
+def test_a_corpus_takes_lines_another_precision_wrote(tiny_model, world, tmp_path):
+    """Machines differ in which precision is fast, so a corpus written over several sessions
+    reads the lines any precision wrote; it asks the model only for what none of them has."""
+    float32 = writer_for(tiny_model)
+    bf16 = ChatLineWriter(tiny_model, float32.sampling, dtype="bfloat16")
+    assert bf16.other_precisions == (float32.identity,) and float32.other_precisions == (bf16.identity,)
+    plans: dict = {}
+    episodes = generate_corpus(MICRO, world, plans=plans)["test"][:2]
+    cache = LineCache(tmp_path / "lines.jsonl")
+    written = write_split_speech("test", episodes, plans["test"][:2], ScriptedWriter(["Well met, stranger."] * 99),
+                                 cache, 0, SpeechReport())
+
+    class OtherPrecision(ScriptedWriter):
+        identity, other_precisions = "scripted:bfloat16", ("scripted",)
+
+    report, writer = SpeechReport(), OtherPrecision()
+    again = write_split_speech("test", episodes, plans["test"][:2], writer, cache, 0, report)
+    assert writer.asked == 0 and report.other_precision == report.cached > 0
+    assert [t.speech for e in again for t in e.turns] == [t.speech for e in written for t in e.turns]
+    alone = OtherPrecision()
+    alone.other_precisions = ()
+    write_split_speech("test", episodes, plans["test"][:2], alone, cache, 0, SpeechReport())
+    assert alone.asked > 0  # without them, its own precision's lines are missing
+
+
 def fingerprint_without_dtype(config, world, identity: str) -> str:
     """SimConfig.fingerprint as written before ``speech_dtype`` existed."""
     import hashlib
@@ -401,8 +426,18 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
     assert not out.exists()
     assert main(command) == 0
     assert ", 0 written by the model" in capsys.readouterr().out and load_manifest(out)["label"] == LABEL_V2
+    # A session on a machine where bfloat16 is faster continues the corpus from the float32 lines.
+    bf16 = [*command[:-1], str(tmp_path / "bf16.jsonl"), "--speech-dtype", "bfloat16", "--read-lines", str(lines)]
+    assert main([*bf16[:3], str(tmp_path / "again"), *bf16[4:]]) == 0
+    printed = capsys.readouterr().out
+    assert ", 0 written by the model" in printed and "written at another precision" in printed
+    assert speech_of(tmp_path / "again") == speech_of(out)
     assert main(["light", "sim", "--out", str(tmp_path / "v1"), "--speech-shard", "0/2"]) == 2
     assert "--speech-shard need --speech llm" in capsys.readouterr().err
+
+
+def speech_of(directory):
+    return {split: speech(load_sim_corpus(directory), split) for split in ("train", "test")}
 
 
 def test_echo_penalty_lowers_the_first_token_of_each_avoided_word(tiny_model):

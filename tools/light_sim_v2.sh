@@ -2,8 +2,11 @@
 # Build a LIGHT-sim v2 corpus in the background from frozen code (issue 16), resumable:
 #   tools/launch_run.sh sim-v2-small tools/light_sim_v2.sh small runs/light-sim-v2-small
 #   tools/launch_run.sh sim-v2-full  tools/light_sim_v2.sh full  runs/light-sim-v2-full
-# bfloat16 at batch 64 on one thread (2.5x float32's speed at batch 16 on this CPU, measured by
-# benchmarks/light_sim_llm.py; its own cache key). Every written line is appended to the line
+# The precision is the machine's fastest: bfloat16 at batch 64 where the CPU has AVX512-BF16 or
+# AMX (0.73 s a line, 2.3x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
+# float32 at batch 16 where it has neither (AVX2 only: 1.7 s a line, bfloat16 ~9 s). A corpus
+# takes lines written at either precision from the cache (ChatLineWriter.other_precisions), so
+# sessions on different machines add to one corpus. Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model
 # only for the lines still missing; the corpus directory is written once, at the end. The line
 # cache lives under runs/ (runs/light-sim-v2-lines/, shared by the presets: the full corpus
@@ -15,5 +18,11 @@
 set -euo pipefail
 preset="$1"; out="$2"; shift 2
 python="${PYTHON:-python}"
-exec "$python" -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm --speech-dtype bfloat16 \
-  --speech-batch-size 64 --threads 1 --line-cache runs/light-sim-v2-lines/smollm2-bfloat16.jsonl --json "$@"
+lines=runs/light-sim-v2-lines
+precision=(--speech-dtype float32 --speech-batch-size 16 --line-cache $lines/smollm2-float32.jsonl
+           --read-lines $lines/smollm2-bfloat16.jsonl)
+if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo 2>/dev/null; then
+  precision=(--speech-dtype bfloat16 --speech-batch-size 64 --line-cache $lines/smollm2-bfloat16.jsonl
+             --read-lines $lines/smollm2-float32.jsonl)
+fi
+exec "$python" -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm "${precision[@]}" --threads 1 --json "$@"

@@ -74,9 +74,12 @@ def add_sim_command(commands) -> None:
     sim.add_argument("--speech-batch-size", type=int, default=16, help="prompts per model call (--speech llm)")
     sim.add_argument("--speech-dtype", choices=("float32", "bfloat16"), default="float32",
                      help="with --speech llm: the model's precision; bfloat16 is several times faster on CPUs with "
-                     "AMX or AVX512-BF16 and writes a different corpus (its own cache key)")
+                     "AMX or AVX512-BF16, float32 on the others; lines any precision wrote are taken from the cache")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
+    sim.add_argument("--read-lines", action="append", default=[], metavar="FILE",
+                     help="with --speech llm: another line-cache file (and its shards) to take lines from, never "
+                     "written (e.g. the other precision's); repeatable")
     sim.add_argument("--speech-shard", metavar="K/N",
                      help="with --speech llm: write only the lines of chats i with i %% N == K, to their own line-cache "
                      "file beside --line-cache, and no corpus; N such processes may run at once (one per core), then "
@@ -96,8 +99,9 @@ def run_sim(args) -> int:
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
-                                     or args.speech_shard):
-            raise ValueError("--speech-model, --speech-dtype, --line-cache and --speech-shard need --speech llm")
+                                     or args.speech_shard or args.read_lines):
+            raise ValueError("--speech-model, --speech-dtype, --line-cache, --read-lines and --speech-shard need "
+                             "--speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
         shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
@@ -107,7 +111,7 @@ def run_sim(args) -> int:
         world = load_world(args.data_dir, args.world)
         writer = llm_writer(config, args.speech_batch_size, args.threads) if config.speech == "llm" else None
         with _progress_lines():
-            splits, extra = build_corpus(config, world, args.line_cache, writer, shard)
+            splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines)
         seconds = time.perf_counter() - start
         if shard is not None:
             return _report_shard(shard, extra["speech"], seconds, args.json)
@@ -119,8 +123,9 @@ def run_sim(args) -> int:
           + ", ".join(f"{k} {v}" for k, v in manifest["dialogues"].items()) + f" dialogues in {seconds:.1f}s")
     if "speech" in manifest:
         speech = manifest["speech"]
+        other = f" ({speech['other_precision']} written at another precision)" if speech.get("other_precision") else ""
         print(f"speech: {speech['lines']} lines, {speech['generated']} written by the model, {speech['cached']} from "
-              f"the line cache, {speech['retried']} resampled, {speech['fallbacks']} template fallbacks")
+              f"the line cache{other}, {speech['retried']} resampled, {speech['fallbacks']} template fallbacks")
     if args.json:
         print(json.dumps(manifest))
     return 0

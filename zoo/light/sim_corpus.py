@@ -10,7 +10,7 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
 from zoo.light.environment import load_world
 from zoo.light.records import Episode, LightDataError
@@ -82,12 +82,14 @@ def generate_corpus(config: SimConfig = SimConfig(), world: World | None = None,
 
 
 def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike | None = None,
-                 writer: Any = None, shard: Any = None) -> tuple[dict[str, list[Episode]], dict]:
+                 writer: Any = None, shard: Any = None,
+                 read_lines: Sequence[str | os.PathLike] = ()) -> tuple[dict[str, list[Episode]], dict]:
     """The corpus of ``config`` and what its manifest adds: template speech, or (``speech="llm"``)
     the same chats with speech written by ``writer`` (default: a
     :class:`~zoo.light.llm_writer.ChatLineWriter` of ``config.speech_model``), through the
     resumable line cache ``line_cache`` (default: beside the cached corpora) and the shard
-    files beside it. With a ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`) only
+    files beside it; ``read_lines``: other line-cache files (with their shards) to take lines
+    from, never written. With a ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`) only
     that shard's lines are written, to its own file: the corpus returned is then incomplete,
     for the line cache only."""
     start = time.perf_counter()
@@ -103,10 +105,11 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     plans: dict[str, list[Plan]] = {}
     splits = generate_corpus(config, world, plans=plans)
     main = Path(line_cache or default_line_cache(writer.identity))
+    others = [path for other in read_lines for path in (Path(other), *shard_files(other))]
     if shard is None:
-        cache = LineCache(main, read_also=shard_files(main))
+        cache = LineCache(main, read_also=[*shard_files(main), *others])
     else:
-        cache = LineCache(shard_path(main, shard.index, shard.count), read_also=[main])
+        cache = LineCache(shard_path(main, shard.index, shard.count), read_also=[main, *others])
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "dtype": getattr(writer, "dtype", "float32"), "batch_size": writer.batch_size,

@@ -107,11 +107,14 @@ class SpeechShard:
 @dataclass
 class SpeechReport:
     """What the rewrite of a corpus did: lines in all, completions the model wrote now, those
-    read from the cache, lines that needed a second sample, and template fallbacks."""
+    read from the cache (``other_precision`` of them written at another precision than the
+    writer's: :attr:`zoo.light.llm_writer.ChatLineWriter.other_precisions`), lines that needed a
+    second sample, and template fallbacks."""
 
     lines: int = 0
     generated: int = 0
     cached: int = 0
+    other_precision: int = 0
     retried: int = 0
     fallbacks: int = 0
     seconds: float = 0.0
@@ -181,7 +184,7 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
     ``shard``, only that shard's chats (the others keep their template lines)."""
     if len(plans) != len(episodes):
         raise ValueError(f"{split}: {len(episodes)} episodes but {len(plans)} plans")
-    counts = {"lines": 0, "generated": 0, "cached": 0, "retried": 0, "fallbacks": 0}
+    counts = {"lines": 0, "generated": 0, "cached": 0, "other_precision": 0, "retried": 0, "fallbacks": 0}
     lines: list[list[str]] = [list(turn.speech or "" for turn in e.turns) if shard and not shard.owns(i) else []
                               for i, e in enumerate(episodes)]
     mine = [i for i in range(len(episodes)) if shard is None or shard.owns(i)]
@@ -215,7 +218,7 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
         writer.forget_prompts()
     progress.advance(0, 0, force=True)
     report.per_split[split] = counts
-    for name in ("lines", "generated", "cached", "retried", "fallbacks"):
+    for name in ("lines", "generated", "cached", "other_precision", "retried", "fallbacks"):
         setattr(report, name, getattr(report, name) + counts[name])
     return [replace(e, turns=tuple(replace(turn, speech=line) for turn, line in zip(e.turns, said)))
             for e, said in zip(episodes, lines)]
@@ -225,23 +228,27 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
               cache: LineCache, seed: int, counts: dict[str, int], progress: _Progress) -> dict[int, str]:
     """Raw completions for ``todo``: from the cache, else from the model in flushed chunks."""
     raw: dict[int, str] = {}
-    keys = {i: line_key(writer.identity, json.dumps(prompts[i], sort_keys=True),
-                        utterance_seed(seed, split, i, t, attempt)) for i in todo}  # messages and avoid list
+    identities = (writer.identity, *getattr(writer, "other_precisions", ()))
+    keys = {i: [line_key(identity, json.dumps(prompts[i], sort_keys=True), utterance_seed(seed, split, i, t, attempt))
+                for identity in identities] for i in todo}  # messages and avoid list; own precision first
     missing = []
     for i in todo:
-        hit = cache.get(keys[i])
-        if hit is None:
-            missing.append(i)
+        for rank, key in enumerate(keys[i]):
+            hit = cache.get(key)
+            if hit is not None:
+                raw[i] = hit
+                counts["cached"] += 1
+                counts["other_precision"] += rank > 0
+                break
         else:
-            raw[i] = hit
-            counts["cached"] += 1
+            missing.append(i)
     chunk = max(1, writer.batch_size * FLUSH_EVERY)
     for start in range(0, len(missing), chunk):
         part = missing[start:start + chunk]
         seeds = [utterance_seed(seed, split, i, t, attempt) for i in part]
         texts = writer.complete([prompts[i][0] for i in part], seeds, [prompts[i][1] for i in part],
                                 slots=[(split, i, t % 2) for i in part])  # one speaker of one chat
-        cache.put([(keys[i], text) for i, text in zip(part, texts)])
+        cache.put([(keys[i][0], text) for i, text in zip(part, texts)])
         raw.update(zip(part, texts))
         counts["generated"] += len(part)
         progress.advance(0, len(part))
