@@ -138,6 +138,25 @@ def test_in_batch_negatives_add_the_other_examples_golds(backbone, corpus):
         assert batch["candidate_texts"][targets[row]] == item.candidates[item.label]
 
 
+def test_batch_only_negatives_rank_each_context_against_the_batchs_golds(backbone, corpus):
+    torch.manual_seed(0)
+    full = BiRanker(backbone=str(backbone), max_context_tokens=64, max_grounding_tokens=24)
+    cheap = BiRanker(backbone=str(backbone), max_context_tokens=64, max_grounding_tokens=24, own_negatives=False)
+    cheap.load_state_dict(full.state_dict())
+    full.eval(), cheap.eval()  # no dropout, so the two steps can be compared
+    items = dialogue_items(corpus)
+    items = items + items[:1]  # a repeated gold is one column, the target of both its contexts
+    batch = full.collate(items)
+    scores, targets = cheap.training_scores(batch)
+    golds = sorted(set(batch["gold_index"].tolist()))
+    assert scores.shape == (len(items), len(golds)) and torch.isfinite(scores).all()
+    assert [golds[t] for t in targets.tolist()] == batch["gold_index"].tolist()
+    wide, _ = full.training_scores(batch)  # the same context-gold scores as the wider step's
+    assert torch.allclose(scores, wide[:, golds], atol=1e-5)
+    with pytest.raises(ValueError, match="needs negatives"):
+        BiRanker(backbone=str(backbone), own_negatives=False, in_batch_negatives=False)
+
+
 def test_retrieve_returns_the_brute_force_top_k(backbone, corpus):
     torch.manual_seed(0)
     model = BiRanker(backbone=str(backbone), max_context_tokens=64, max_grounding_tokens=24).eval()

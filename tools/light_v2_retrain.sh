@@ -3,14 +3,17 @@
 # then both on the real fixture against IR and against each other (paired intervals).
 #   tools/launch_run.sh v2-retrain tools/light_v2_retrain.sh runs/light-sim-full runs/light-sim-v2-small 10000
 # Runs go to runs/light/v2-retrain-N/{v1,v2}/ and resume (a finished one is skipped); the
-# comparisons are written to runs/light/v2-retrain-N/fixture-*.json. The speed of a bi-ranker on
-# one CPU core is not measured yet (the CPU-trained cross-ranker ran 0.9 examples/s).
+# comparisons are written to runs/light/v2-retrain-N/fixture-*.json. Speed on one CPU core: 0.9
+# examples/s with each example's own 19 distractors, 1.8 with the batch's golds only
+# (model.options.own_negatives=false, the cheap step ParlAI's bi-encoders train with). To use
+# both cores, run the two recipe commands below at once (launch_run.sh), then this script: it
+# skips a finished run and writes the comparisons.
 set -euo pipefail
 v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 out="runs/light/v2-retrain-$train"
-limit="{train: $train, valid: 500, test: 1000, test_unseen: 1000}"
+limit="{train: $train, valid: 300, test: 500, test_unseen: 500}"
 for corpus in v1 v2; do
   sim="$v1"; [ "$corpus" = v2 ] && sim="$v2"
   [ -f "$out/$corpus/results.json" ] || "$python" "$here/recipes/light_bi.py" data.sim_dir="$sim" "data.limit=$limit" \
