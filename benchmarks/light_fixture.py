@@ -2,6 +2,7 @@
 
     python benchmarks/light_fixture.py --out docs/results/light_fixture.json
     python benchmarks/light_fixture.py --tasks dialogue --distractors unsaid --models M,... --out FILE
+    python benchmarks/light_fixture.py --models random,ir,fasttext --sim-dir runs/light-sim-v2-small  # fit on v2
 
 Runs ``zoo eval light --source fixture --model M --task T --json`` once per model and task, in
 a fresh process each (the very command a reader would type; OMP/MKL limited to one thread),
@@ -28,10 +29,11 @@ LIGHT_SIM_SEEN_KEYS = ("light_sim_test_r_at_1", "light_sim_test_r_at_1_first500"
 """Manifest metric names of LIGHT-sim test-seen dialogue R@1 (a fraction; the second on 500 examples)."""
 
 
-def command(model: str, task: str, distractors: str | None = None) -> list[str]:
+def command(model: str, task: str, distractors: str | None = None, sim_dir: str | None = None) -> list[str]:
     pool = ["--distractors", distractors] if distractors else []
+    fit_on = ["--sim-dir", sim_dir] if sim_dir else []
     return [sys.executable, "-m", "zoo.cli", "eval", "light", "--source", "fixture", "--model", model,
-            "--task", task, *pool, "--json"]
+            "--task", task, *pool, *fit_on, "--json"]
 
 
 def light_sim_seen(model: str) -> str:
@@ -63,13 +65,15 @@ def main() -> None:
     parser.add_argument("--tasks", default=",".join(TASKS))
     parser.add_argument("--distractors", choices=("other-episodes", "unsaid", "all"), default=None,
                         help="dialogue distractor pool passed to zoo eval light (default: its default)")
+    parser.add_argument("--sim-dir", help="the LIGHT-sim corpus the learning baselines (ir, fasttext, "
+                        "candidates-only) fit on (default: zoo eval light's, v1 full)")
     parser.add_argument("--out", help="write {rows: [{command, seconds, result}]} here as JSON")
     args = parser.parse_args()
     env = {**os.environ, "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1"}
     rows = []
     for model in args.models.split(","):
         for task in args.tasks.split(","):
-            argv = command(model, task, args.distractors)
+            argv = command(model, task, args.distractors, args.sim_dir)
             start = time.perf_counter()
             done = subprocess.run(argv, capture_output=True, text=True, env=env, check=False)
             seconds = round(time.perf_counter() - start, 1)
