@@ -333,6 +333,8 @@ def test_clean_line_post_processing():
     assert clean_line("The painter is late today.", names=names) == "The painter is late today."
     assert clean_line("The king, I sense your fear.", names=names) == "The king, I sense your fear."  # not theirs
     assert clean_line("They: I am fine, thanks.", names=names) == "I am fine, thanks."
+    assert clean_line("The conversation has ended.", names=names) is None  # narration of the prompt
+    assert clean_line("The conversation is over. Farewell, friend.", names=names) == "Farewell, friend."
 
 
 def test_prompt_holds_the_speakers_grounding_only(world):

@@ -91,9 +91,10 @@ STAGE_DIRECTION = re.compile(r"\*[^*]*\*|\([^)]*\)|\[[^\]]*\]")
 SENTENCE = re.compile(r"[^.!?]+(?:[.!?]+[\"')\]]*|$)")
 WORD = re.compile(r"[A-Za-z']+")
 PROMPT_FRAME = re.compile(r"^(?:you are (?:in|talking with)\b|what do you, |one or two (?:short )?sentences|"
-                          r"answer with only|the conversation so far|you speak first|things here:|you carry:)",
+                          r"answer with only|the (?:rest of the )?conversation\b|you speak first|things here:|you carry:)",
                           re.IGNORECASE)
-"""Sentences that repeat the prompt's own frames ("One or two sentences.", "You are in the Pond.")."""
+"""Sentences that repeat the prompt's own frames ("One or two sentences.", "You are in the Pond.") or
+narrate the prompt's dialogue ("The conversation has ended.": 2.8% of version 2's `tiny` lines)."""
 NOT_SPEECH = re.compile(r"\b(as an ai|language model|assistant|the user|in character|narration|roleplay)\b",
                         re.IGNORECASE)
 
