@@ -3,8 +3,8 @@
 #   tools/launch_run.sh sim-v2-small tools/light_sim_v2.sh small runs/light-sim-v2-small
 #   tools/launch_run.sh sim-v2-full  tools/light_sim_v2.sh full  runs/light-sim-v2-full
 # The precision is the machine's fastest: bfloat16 at batch 64 where the CPU has AVX512-BF16 or
-# AMX (0.73 s a line, 2.3x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
-# float32 at batch 16 where it has neither (AVX2 only: 1.7 s a line, bfloat16 ~9 s). A corpus
+# AMX (0.73 s a line, 2.5x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
+# float32 at batch 16 where it has neither (AVX2 only: 1.37 s a line, bfloat16 ~9.5 s). A corpus
 # takes lines written at either precision from the cache (ChatLineWriter.other_precisions), so
 # sessions on different machines add to one corpus. Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model

@@ -161,8 +161,8 @@ class ChatLineWriter:
     def other_precisions(self) -> tuple[str, ...]:
         """The identities of the same weights and decoding at the other precisions: a line one of
         them wrote differs from this precision's only by rounding, so a corpus may take it from
-        the cache. Why: the fastest precision depends on the machine (bfloat16 is 2.3x float32's
-        speed where the CPU has AVX512-BF16 and ~5x slower where it has only AVX2), and a corpus
+        the cache. Why: the fastest precision depends on the machine (bfloat16 is 2.5x float32's
+        speed where the CPU has AVX512-BF16 and ~7x slower where it has only AVX2), and a corpus
         takes many sessions, on whatever machine each one gets."""
         return tuple(self._identity_at(dtype) for dtype in DTYPES if dtype != self.dtype)
 

@@ -143,7 +143,8 @@ def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], line
                            place=f"the {address(episode.setting.name)}",
                            description=" ".join(sentences(episode.setting.description)[:DESCRIPTION_SENTENCES]),
                            objects=object_list(episode.turns[t]), partner=partner_name)
-    history = [f"{'You' if i % 2 == t % 2 else 'They'}: {lines[i]}" for i in range(max(0, t - HISTORY_LINES), t)]
+    history = [f"{'You' if episode.speaker(i) is me else 'They'}: {lines[i]}"
+               for i in range(max(0, t - HISTORY_LINES), t)]
     user = ("The conversation so far:\n" + "\n".join(history) + "\n\n") if history else "You speak first.\n\n"
     user += " ".join(x for x in (happened(episode, t), instruction(acts)) if x)
     user += f"\nWhat do you, {me_name}, say? One or two sentences."

@@ -218,8 +218,8 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
         writer.forget_prompts()
     progress.advance(0, 0, force=True)
     report.per_split[split] = counts
-    for name in ("lines", "generated", "cached", "other_precision", "retried", "fallbacks"):
-        setattr(report, name, getattr(report, name) + counts[name])
+    for name, count in counts.items():  # each a SpeechReport field
+        setattr(report, name, getattr(report, name) + count)
     return [replace(e, turns=tuple(replace(turn, speech=line) for turn, line in zip(e.turns, said)))
             for e, said in zip(episodes, lines)]
 
@@ -228,9 +228,11 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
               cache: LineCache, seed: int, counts: dict[str, int], progress: _Progress) -> dict[int, str]:
     """Raw completions for ``todo``: from the cache, else from the model in flushed chunks."""
     raw: dict[int, str] = {}
-    identities = (writer.identity, *getattr(writer, "other_precisions", ()))
-    keys = {i: [line_key(identity, json.dumps(prompts[i], sort_keys=True), utterance_seed(seed, split, i, t, attempt))
-                for identity in identities] for i in todo}  # messages and avoid list; own precision first
+    identities = (writer.identity, *getattr(writer, "other_precisions", ()))  # own precision first
+    keys = {}
+    for i in todo:
+        asked, line_seed = json.dumps(prompts[i], sort_keys=True), utterance_seed(seed, split, i, t, attempt)
+        keys[i] = [line_key(identity, asked, line_seed) for identity in identities]  # messages and avoid list
     missing = []
     for i in todo:
         for rank, key in enumerate(keys[i]):

@@ -48,7 +48,7 @@ class BiRanker(NeuralRanker):
     ``own_negatives``: train each context against its own 19 distractors (and, with
     ``in_batch_negatives``, the batch's golds); ``False`` ranks it against the batch's golds only
     (ParlAI's ``--candidates batch``), which encodes one candidate per example instead of up
-    to 20: the training step costs a third as much on a CPU (measured in CHANGELOG).
+    to 20: twice the examples per second on a CPU core (measured in CHANGELOG).
     """
 
     inference_batch_size = 32
