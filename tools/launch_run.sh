@@ -4,6 +4,8 @@
 #   tools/launch_run.sh <run-name> recipes/blocks_policy.py key=value ...
 #   tools/launch_run.sh <run-name> tools/blocks_seed.sh 0          # a shell pipeline of recipes
 # Log: runs/logs/<run-name>-<time>.log; code: runs/code/<commit>/
+# A shell recipe that runs a module must call it as `python -P -m zoo...`: plain `-m` puts the
+# working directory (the live tree) ahead of PYTHONPATH, so the run would not use the frozen copy.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 name="$1"; recipe="$2"; shift 2

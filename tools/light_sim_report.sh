@@ -9,9 +9,9 @@ sim="$1"; out="$2"
 python="${PYTHON:-python}"
 mkdir -p "$(dirname "$out")"
 : > "$out"
-"$python" -m zoo.cli light stats --source sim --sim-dir "$sim" --json | tail -n 1 >> "$out"
+"$python" -P -m zoo.cli light stats --source sim --sim-dir "$sim" --json | tail -n 1 >> "$out"
 for features in parlai_default no_persona no_setting no_objects dialogue; do
-  "$python" -m zoo.cli eval light --model ir --source sim --sim-dir "$sim" --split test --features "$features" \
+  "$python" -P -m zoo.cli eval light --model ir --source sim --sim-dir "$sim" --split test --features "$features" \
     --bootstrap 1000 --json | tail -n 1 >> "$out"
 done
 echo "wrote $(wc -l < "$out") records to $out"

@@ -25,4 +25,4 @@ if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo 2>/dev/null; then
   precision=(--speech-dtype bfloat16 --speech-batch-size 64 --line-cache $lines/smollm2-bfloat16.jsonl
              --read-lines $lines/smollm2-float32.jsonl)
 fi
-exec "$python" -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm "${precision[@]}" --threads 1 --json "$@"
+exec "$python" -P -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm "${precision[@]}" --threads 1 --json "$@"

@@ -20,9 +20,9 @@ for corpus in v1 v2; do
     data.task=dialogue trainer.max_epochs=1 threads=1 run_dir="$out/$corpus" "$@"
 done
 for corpus in v1 v2; do
-  "$python" -m zoo.cli eval light --source fixture --model "$out/$corpus/pretrained" --versus ir --json \
+  "$python" -P -m zoo.cli eval light --source fixture --model "$out/$corpus/pretrained" --versus ir --json \
     | tail -n 1 > "$out/fixture-$corpus-vs-ir.json"
 done
-"$python" -m zoo.cli eval light --source fixture --model "$out/v2/pretrained" --versus "$out/v1/pretrained" --json \
+"$python" -P -m zoo.cli eval light --source fixture --model "$out/v2/pretrained" --versus "$out/v1/pretrained" --json \
   | tail -n 1 > "$out/fixture-v2-vs-v1.json"
 echo "wrote $out/fixture-*.json"
