@@ -541,3 +541,23 @@ def test_the_names_probe_removes_only_the_chats_own_character_names():
                              Turn("Fish are my friends, and the king is not.")))
     lines = [turn.speech for turn in probe.without_names(episode).turns]
     assert lines == ["you say. A noble creature!", None, "are my friends, and the king is not."]
+
+
+def test_the_vocabulary_projection_holds_the_last_doublings_exponent_to_the_real_training_size():
+    import importlib.util
+    import math
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parent.parent / "tools" / "light_vocab_growth.py"
+    spec = importlib.util.spec_from_file_location("light_vocab_growth", path)
+    tool = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(tool)
+    # A corpus whose vocabulary doubles with every fourfold of utterances (exponent 0.5) until 4,000,
+    # then grows by 1.3x per doubling (exponent 0.379): the projection holds the last doubling's 0.379.
+    growth = {1000: 2000, 2000: 2828, 4000: 4000, 8000: 5200}
+    exponents = tool.local_exponents(growth)
+    assert [round(beta, 3) for _, _, beta in exponents] == [0.5, 0.5, 0.379]
+    bound = tool.projection(growth, exponents)
+    assert bound == pytest.approx(5200 * (tool.REAL_TRAIN_UTTERANCES / 8000) ** (math.log(1.3) / math.log(2)))
+    # A corpus as large as real LIGHT's training split is measured, not projected.
+    assert tool.projection({tool.REAL_TRAIN_UTTERANCES: 30_000}, []) == 30_000

@@ -1,0 +1,132 @@
+"""Vocabulary growth of LIGHT-sim corpora against the issue-16 goal, with a projection to full size.
+
+    python tools/light_vocab_growth.py "v1 full=runs/light-sim-full" "v2 small=runs/light-sim-v2-small" \
+        --json docs/results/light_vocab_growth.jsonl --plot docs/results/light_vocab_growth.png
+
+Why: the goal (issue 16) is a training vocabulary within 25% of real LIGHT's ~32k at 110,877
+utterances, but a corpus of that size costs ~26 core-hours of writing, so whether a speech
+setting can reach it has to be judged from a smaller corpus first. Vocabulary grows like a
+power of the number of utterances (Heaps' law, V ~ N^beta), so the local exponent between two
+sizes (``beta = log(V2/V1) / log(N2/N1)``) says how fast a corpus is still finding new words.
+Every curve measured so far has a falling exponent, so holding the last measured one to
+110,877 utterances gives an upper bound of the full corpus's vocabulary, not a forecast.
+
+Each corpus's training split is counted in corpus order (the chats of a smaller preset are
+the first of a larger one), lower-cased word tokens as :func:`zoo.light.stats.vocabulary_growth`.
+The real fixture (nine dialogues) gives one real point where ``$ZOO_DATA_DIR`` holds it.
+Prints one JSON line per corpus.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+from pathlib import Path
+
+from zoo.light.sim_store import load_sim_corpus
+from zoo.light.stats import PAPER_TABLE1, WORD, vocabulary_growth
+
+REAL_TRAIN_UTTERANCES = int(PAPER_TABLE1["train"]["utterances"])
+REAL_VOCABULARY = 32_000
+"""Real LIGHT's training vocabulary as issue 16 states it (~32k); the goal is within 25% of it."""
+GOAL = (0.75 * REAL_VOCABULARY, 1.25 * REAL_VOCABULARY)
+POINTS = tuple(sorted({int(round(250 * 2 ** (k / 2))) for k in range(0, 20)} | {REAL_TRAIN_UTTERANCES}))
+"""Half-octave steps from 250 utterances, and the real training split's size (each corpus adds its own)."""
+
+
+def local_exponents(growth: dict[int, int]) -> list[tuple[int, int, float]]:
+    """``(n1, n2, beta)`` between consecutive measured sizes."""
+    sizes = sorted(growth)
+    return [(a, b, math.log(growth[b] / growth[a]) / math.log(b / a)) for a, b in zip(sizes, sizes[1:])]
+
+
+def projection(growth: dict[int, int], exponents: list[tuple[int, int, float]], octaves: float = 1.0) -> float:
+    """Vocabulary at the real training size with the exponent of the last ``octaves`` doublings held:
+    an upper bound where exponents fall with size, as in every corpus measured."""
+    last = max(growth)
+    if last >= REAL_TRAIN_UTTERANCES:
+        return float(growth[REAL_TRAIN_UTTERANCES] if REAL_TRAIN_UTTERANCES in growth else growth[last])
+    tail = [(a, b, beta) for a, b, beta in exponents if a >= last / 2 ** octaves] or exponents[-1:]
+    start = tail[0][0]
+    beta = math.log(growth[last] / growth[start]) / math.log(last / start)
+    return growth[last] * (REAL_TRAIN_UTTERANCES / last) ** beta
+
+
+def fixture_point() -> tuple[int, int] | None:
+    """(utterances, distinct words) of the fixture's real speech, if the data is here."""
+    try:
+        from zoo.light.fixture import load_fixture
+        fixture = load_fixture()
+    except (FileNotFoundError, ValueError):
+        return None
+    words, count = set(), 0
+    for e, episode in enumerate(fixture.episodes):
+        for t, turn in enumerate(episode.turns):
+            if turn.speech and fixture.is_real(e, "speech", t):
+                words.update(WORD.findall(turn.speech.lower()))
+                count += 1
+    return count, len(words)
+
+
+def plot(rows: list[dict], real: tuple[int, int] | None, path: Path) -> None:
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    for row in rows:
+        sizes = sorted(int(n) for n in row["growth"])
+        line, = ax.plot(sizes, [row["growth"][str(n)] for n in sizes], marker=".", label=row["label"])
+        if sizes[-1] < REAL_TRAIN_UTTERANCES:
+            ax.plot([sizes[-1], REAL_TRAIN_UTTERANCES], [row["growth"][str(sizes[-1])], row["upper_bound"]],
+                    ls=":", color=line.get_color())
+    ax.fill_between([REAL_TRAIN_UTTERANCES * 0.8, REAL_TRAIN_UTTERANCES * 1.25], *GOAL, color="green", alpha=0.2,
+                    label="goal: real LIGHT ~32k ± 25%")
+    if real:
+        ax.plot(*real, marker="*", ms=12, color="black", ls="", label=f"real fixture ({real[0]} utterances)")
+    ax.set(xscale="log", yscale="log", xlabel="training utterances (corpus order)", ylabel="distinct words",
+           title="Vocabulary growth; dotted: last doubling's exponent held (an upper bound)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", nargs="+", metavar="LABEL=DIR", help="a LIGHT-sim corpus directory and its label")
+    parser.add_argument("--json", type=Path, help="also write the JSON lines here")
+    parser.add_argument("--plot", type=Path, help="write the growth curves (PNG) here")
+    args = parser.parse_args(argv)
+    rows = []
+    for item in args.corpora:
+        label, sep, directory = item.partition("=")
+        if not sep:
+            parser.error(f"expected LABEL=DIR, got {item!r}")
+        try:
+            train = load_sim_corpus(directory)["train"]
+        except (OSError, ValueError, KeyError) as error:
+            print(f"light_vocab_growth: {directory}: {error}", file=sys.stderr)
+            return 1
+        size = sum(turn.speech is not None for episode in train for turn in episode.turns)
+        growth = vocabulary_growth(train, sorted({*POINTS, size}))
+        exponents = local_exponents(growth)
+        rows.append({"label": label, "corpus": directory, "growth": {str(n): v for n, v in growth.items()},
+                     "exponents": [[a, b, round(beta, 3)] for a, b, beta in exponents],
+                     "upper_bound": round(projection(growth, exponents)), "goal": [int(g) for g in GOAL]})
+    real = fixture_point()
+    lines = [json.dumps(row) for row in rows]
+    if real:
+        lines.append(json.dumps({"label": "real fixture", "growth": {str(real[0]): real[1]}}))
+    print("\n".join(lines))
+    if args.json:
+        args.json.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    if args.plot:
+        plot(rows, real, args.plot)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
