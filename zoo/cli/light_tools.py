@@ -75,6 +75,10 @@ def add_sim_command(commands) -> None:
     sim.add_argument("--speech-dtype", choices=("float32", "bfloat16"), default="float32",
                      help="with --speech llm: the model's precision; bfloat16 is several times faster on CPUs with "
                      "AMX or AVX512-BF16, float32 on the others; lines any precision wrote are taken from the cache")
+    sim.add_argument("--speech-temperature", type=float, default=None,
+                     help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, a seventh of "
+                     "them not words, IR near chance; docs/light_sim_v2.md)")
+    sim.add_argument("--speech-top-p", type=float, default=None, help="with --speech llm: nucleus mass (0.92)")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
     sim.add_argument("--read-lines", action="append", default=[], metavar="FILE",
@@ -98,10 +102,12 @@ def run_sim(args) -> int:
 
     try:
         check_replaceable(args.out)  # before minutes of generation, not after
+        sampling_changes = {name: value for name, value in (("temperature", args.speech_temperature),
+                                                             ("top_p", args.speech_top_p)) if value is not None}
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
-                                     or args.speech_shard or args.read_lines):
-            raise ValueError("--speech-model, --speech-dtype, --line-cache, --read-lines and --speech-shard need "
-                             "--speech llm")
+                                     or args.speech_shard or args.read_lines or sampling_changes):
+            raise ValueError("--speech-model, --speech-dtype, --speech-temperature, --speech-top-p, --line-cache, "
+                             "--read-lines and --speech-shard need --speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
         shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
@@ -109,7 +115,8 @@ def run_sim(args) -> int:
                                   speech_model=args.speech_model, speech_dtype=args.speech_dtype)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
-        writer = llm_writer(config, args.speech_batch_size, args.threads) if config.speech == "llm" else None
+        writer = (llm_writer(config, args.speech_batch_size, args.threads, **sampling_changes)
+                  if config.speech == "llm" else None)
         with _progress_lines():
             splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines)
         seconds = time.perf_counter() - start

@@ -108,6 +108,12 @@ class Sampling:
     max_new_tokens: int = 40
     max_sentences: int = 2
 
+    def __post_init__(self):
+        if self.temperature < 0:
+            raise ValueError(f"sampling temperature must be at least 0, got {self.temperature}")
+        if not 0 < self.top_p <= 1:
+            raise ValueError(f"sampling top_p must be in (0, 1], got {self.top_p}")
+
     def as_key(self) -> str:
         return (f"t={self.temperature},p={self.top_p},r={self.repetition_penalty},e={self.echo_penalty},"
                 f"n={self.max_new_tokens},s={self.max_sentences},sampler={SAMPLER_VERSION}")

@@ -120,12 +120,16 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     return splits, {"generate_seconds": round(time.perf_counter() - start, 2), "speech": speech}
 
 
-def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = None):
-    """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache)."""
-    from zoo.light.llm_writer import ChatLineWriter
+def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = None, **sampling: float):
+    """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache);
+    ``sampling``: :class:`~zoo.light.llm_writer.Sampling` fields to change (temperature, top_p),
+    which are part of every line's cache key."""
+    from dataclasses import replace
 
-    return ChatLineWriter(config.speech_model or None, batch_size=batch_size, threads=threads,
-                          dtype=config.speech_dtype)
+    from zoo.light.llm_writer import ChatLineWriter, Sampling
+
+    return ChatLineWriter(config.speech_model or None, replace(Sampling(), **sampling), batch_size=batch_size,
+                          threads=threads, dtype=config.speech_dtype)
 
 
 def default_line_cache(identity: str, root: str | os.PathLike | None = None) -> Path:
