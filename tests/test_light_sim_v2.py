@@ -174,6 +174,11 @@ def test_shards_write_disjoint_lines_that_make_the_same_corpus(tiny_model, world
     last_writer = writer_for(tiny_model)
     merged, extra = build_corpus(config, world, cache, last_writer)
     assert merged == whole and last_writer.calls == 0 and extra["speech"]["generated"] == 0
+    # Shard 0/2 split finer after it finished (or stopped): 0/4 and 2/4 take its lines, no model call.
+    for index in (0, 2):
+        finer_writer = writer_for(tiny_model)
+        _, extra = build_corpus(config, world, cache, finer_writer, SpeechShard(index, 4))
+        assert finer_writer.calls == 0 and extra["speech"]["generated"] == 0 and extra["speech"]["lines"] > 0
 
 
 def test_a_speech_shard_is_k_of_n():

@@ -10,8 +10,9 @@ whoever wrote it. A record cut short by a crash (the last line, unterminated) is
 Several processes may write one corpus's lines at once (``zoo light sim --speech-shard K/N``),
 each appending to its own shard file beside the main one (:func:`shard_path`); two processes
 never append to one file. A cache reads its own file and, read-only, any others it is given:
-a shard also reads the main file (lines a smaller preset already wrote), and the run that
-writes the corpus reads every shard (:func:`shard_files`).
+a shard also reads the main file (lines a smaller preset already wrote) and the other shards'
+files (so a shard stopped halfway can be split finer, 0/2 into 0/4 and 2/4, without writing
+its lines again), and the run that writes the corpus reads every shard (:func:`shard_files`).
 """
 
 from __future__ import annotations

@@ -109,7 +109,8 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     if shard is None:
         cache = LineCache(main, read_also=[*shard_files(main), *others])
     else:
-        cache = LineCache(shard_path(main, shard.index, shard.count), read_also=[main, *others])
+        own = shard_path(main, shard.index, shard.count)  # every other shard too: a shard split finer resumes
+        cache = LineCache(own, read_also=[main, *(path for path in shard_files(main) if path != own), *others])
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "dtype": getattr(writer, "dtype", "float32"), "batch_size": writer.batch_size,
