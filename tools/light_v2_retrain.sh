@@ -7,22 +7,24 @@
 # examples/s with each example's own 19 distractors, 1.8 with the batch's golds only
 # (model.options.own_negatives=false, the cheap step ParlAI's bi-encoders train with). To use
 # both cores, run the two recipe commands below at once (launch_run.sh), then this script: it
-# skips a finished run and writes the comparisons.
+# skips a finished run and writes the comparisons. NAMES="v1 v2b" names the two runs otherwise
+# (default "v1 v2"), so a second v2 corpus gets its own run beside the first's.
 set -euo pipefail
 v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 out="runs/light/v2-retrain-$train"
 limit="{train: $train, valid: 300, test: 500, test_unseen: 500}"
-for corpus in v1 v2; do
-  sim="$v1"; [ "$corpus" = v2 ] && sim="$v2"
+read -r first second <<< "${NAMES:-v1 v2}"
+for corpus in "$first" "$second"; do
+  sim="$v1"; [ "$corpus" = "$second" ] && sim="$v2"
   [ -f "$out/$corpus/results.json" ] || "$python" "$here/recipes/light_bi.py" data.sim_dir="$sim" "data.limit=$limit" \
     data.task=dialogue trainer.max_epochs=1 threads=1 run_dir="$out/$corpus" "$@"
 done
-for corpus in v1 v2; do
+for corpus in "$first" "$second"; do
   "$python" -P -m zoo.cli eval light --source fixture --model "$out/$corpus/pretrained" --versus ir --json \
     | tail -n 1 > "$out/fixture-$corpus-vs-ir.json"
 done
-"$python" -P -m zoo.cli eval light --source fixture --model "$out/v2/pretrained" --versus "$out/v1/pretrained" --json \
-  | tail -n 1 > "$out/fixture-v2-vs-v1.json"
+"$python" -P -m zoo.cli eval light --source fixture --model "$out/$second/pretrained" --versus "$out/$first/pretrained" \
+  --json | tail -n 1 > "$out/fixture-$second-vs-$first.json"
 echo "wrote $out/fixture-*.json"
