@@ -174,6 +174,13 @@ def test_shards_write_disjoint_lines_that_make_the_same_corpus(tiny_model, world
     last_writer = writer_for(tiny_model)
     merged, extra = build_corpus(config, world, cache, last_writer)
     assert merged == whole and last_writer.calls == 0 and extra["speech"]["generated"] == 0
+    # A run on the main file beside the shards, by mistake, wrote its own lines for keys a shard also
+    # wrote: the shard's lines win (its chats went on from them), so the corpus is still the same
+    # and needs no model call.
+    shard_lines = [json.loads(line) for line in shard_path(cache, 1, 2).read_text().splitlines()]
+    cache.write_text("".join(json.dumps({"key": r["key"], "raw": "A stray line."}) + "\n" for r in shard_lines))
+    last_writer = writer_for(tiny_model)
+    assert build_corpus(config, world, cache, last_writer)[0] == whole and last_writer.calls == 0
     # Shard 0/2 split finer after it finished (or stopped): 0/4 and 2/4 take its lines, no model call.
     for index in (0, 2):
         finer_writer = writer_for(tiny_model)

@@ -43,13 +43,22 @@ def shard_files(path: str | os.PathLike) -> list[Path]:
 
 class LineCache:
     """``get``/``put`` completions by key; ``put`` appends to ``path`` at once. ``read_also``:
-    other cache files whose lines count as cached (read once, never written)."""
+    other cache files whose lines count as cached (read once, never written); ``read_after``:
+    the same, but their lines win over ``path``'s where both hold a key.
 
-    def __init__(self, path: str | os.PathLike, read_also: Iterable[str | os.PathLike] = ()):
+    Why an order: two files hold one key with different lines only when two processes wrote it
+    at once, each without seeing the other's line (say a shard, and a run on the main file
+    started beside it by mistake). The chat went on from the line its own process wrote, so the
+    file of the process that finished the chat must win, or every later line of the chat
+    misses the cache and is written again: a shard's file over the main one."""
+
+    def __init__(self, path: str | os.PathLike, read_also: Iterable[str | os.PathLike] = (),
+                 read_after: Iterable[str | os.PathLike] = ()):
         self.path = Path(path)
         self._lines: dict[str, str] = {}
         self.hits = 0
-        for source in [*(Path(other) for other in read_also if Path(other) != self.path), self.path]:
+        others = [Path(other) for other in read_also if Path(other) != self.path]
+        for source in [*others, self.path, *(Path(other) for other in read_after if Path(other) != self.path)]:
             if source.is_file():
                 self._read(source)
 

@@ -107,10 +107,10 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     main = Path(line_cache or default_line_cache(writer.identity))
     others = [path for other in read_lines for path in (Path(other), *shard_files(other))]
     if shard is None:
-        cache = LineCache(main, read_also=[*shard_files(main), *others])
+        cache = LineCache(main, read_also=others, read_after=shard_files(main))  # a shard's line wins
     else:
         own = shard_path(main, shard.index, shard.count)  # every other shard too: a shard split finer resumes
-        cache = LineCache(own, read_also=[main, *(path for path in shard_files(main) if path != own), *others])
+        cache = LineCache(own, read_also=[*others, main, *(path for path in shard_files(main) if path != own)])
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "dtype": getattr(writer, "dtype", "float32"), "batch_size": writer.batch_size,
