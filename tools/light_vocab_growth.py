@@ -156,18 +156,18 @@ def main(argv: list[str] | None = None) -> int:
             dialogues = [[turn.speech for turn in episode.turns if turn.speech]
                          for episode in (e for split in splits.values() for e in split)]
             rows[-1]["at_fixture_size"] = {"utterances": size, **types_at(dialogues, size, known)}
-    lines = [json.dumps(row) for row in rows]
+    lines, real_point = [json.dumps(row) for row in rows], None
     if real:
         types = {word for dialogue in real for line in dialogue for word in WORD.findall(line.lower())}
         at_size = {"utterances": size, "types": len(types),
                    **({"unknown": sum(word not in known for word in types)} if known else {})}
         lines.append(json.dumps({"label": "real fixture", "growth": {str(size): len(types)}, "at_fixture_size": at_size}))
-        real = (size, len(types))
+        real_point = (size, len(types))
     print("\n".join(lines))
     if args.json:
         args.json.write_text("\n".join(lines) + "\n", encoding="utf-8")
     if args.plot:
-        plot(rows, real, args.plot)
+        plot(rows, real_point, args.plot)
     return 0
 
 
