@@ -8,17 +8,20 @@
 # (model.options.own_negatives=false, the cheap step ParlAI's bi-encoders train with). To use
 # both cores, run the two recipe commands below at once (launch_run.sh), then this script: it
 # skips a finished run and writes the comparisons. NAMES="v1 v2b" names the two runs otherwise
-# (default "v1 v2"), so a second v2 corpus gets its own run beside the first's.
+# (default "v1 v2"), so a second v2 corpus gets its own run beside the first's. RECIPE=light_starspace
+# (or light_memnet) trains that model instead, into runs/light/v2-retrain-N-RECIPE/ (its own epochs:
+# pass trainer.max_epochs=K after the three arguments; a later override wins).
 set -euo pipefail
 v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
-out="runs/light/v2-retrain-$train"
+recipe="${RECIPE:-light_bi}"
+out="runs/light/v2-retrain-$train${RECIPE:+-$RECIPE}"
 limit="{train: $train, valid: 300, test: 500, test_unseen: 500}"
 read -r first second <<< "${NAMES:-v1 v2}"
 for corpus in "$first" "$second"; do
   sim="$v1"; [ "$corpus" = "$second" ] && sim="$v2"
-  [ -f "$out/$corpus/results.json" ] || "$python" "$here/recipes/light_bi.py" data.sim_dir="$sim" "data.limit=$limit" \
+  [ -f "$out/$corpus/results.json" ] || "$python" "$here/recipes/$recipe.py" data.sim_dir="$sim" "data.limit=$limit" \
     data.task=dialogue trainer.max_epochs=1 threads=1 run_dir="$out/$corpus" "$@"
 done
 for corpus in "$first" "$second"; do
