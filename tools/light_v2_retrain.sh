@@ -16,7 +16,7 @@ v1="$1"; v2="$2"; train="${3:-10000}"; shift $(( $# < 3 ? $# : 3 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"
 python="${PYTHON:-python}"
 recipe="${RECIPE:-light_bi}"
-out="runs/light/v2-retrain-$train${RECIPE:+-$RECIPE}"
+out="runs/light/v2-retrain-$train"; [ "$recipe" = light_bi ] || out+="-$recipe"
 limit="{train: $train, valid: 300, test: 500, test_unseen: 500}"
 read -r first second <<< "${NAMES:-v1 v2}"
 for corpus in "$first" "$second"; do
