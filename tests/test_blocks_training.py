@@ -92,6 +92,20 @@ def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
 
 
+def test_a_bandit_adds_the_previous_action_to_a_start_trained_without_it(tmp_path):
+    start = tmp_path / "supervised"
+    recipe().main([*TINY, "method=supervised", "model.use_previous_action=false", "trainer.max_epochs=1",
+                   f"run_dir={start}"])
+    bandit = [*TINY, "method=bandit", "trainer.max_epochs=1", f"bandit.init_from={start}/pretrained"]
+    recipe().main([*bandit, f"run_dir={tmp_path / 'grown'}"])
+    assert "previous_block.weight" in weights(tmp_path / "grown")
+    with_input = tmp_path / "with-input"
+    recipe().main([*TINY, "method=supervised", "trainer.max_epochs=1", f"run_dir={with_input}"])
+    with pytest.raises(SystemExit, match="reads the previous action"):
+        recipe().main([*TINY, "method=bandit", "model.use_previous_action=false",
+                       f"bandit.init_from={with_input}/pretrained", f"run_dir={tmp_path / 'refused'}"])
+
+
 @pytest.mark.parametrize(
     "overrides",
     [

@@ -81,6 +81,25 @@ def test_reset_direction_head_changes_only_that_head():
     assert changed == {"direction_head.weight"}  # the bias is re-zeroed, as it was
 
 
+def test_a_policy_trained_without_the_previous_action_can_be_given_it_and_acts_the_same():
+    torch.manual_seed(0)
+    without = tiny_policy(use_previous_action=False, init="original")
+    torch.manual_seed(1)
+    grown = without.with_previous_action_input()
+    assert grown.hparams.use_previous_action and not without.hparams.use_previous_action
+    assert grown.previous_block.weight.abs().max() > 0  # new inputs, freshly initialised
+    columns = without.hidden.weight.shape[1]
+    torch.testing.assert_close(grown.hidden.weight[:, :columns], without.hidden.weight)
+    assert grown.hidden.weight[:, columns:].abs().max() > 0  # so the bandit's gradient reaches the embeddings
+    runner = EpisodeRunner()
+    runner.start(procedural_split("dev", transitions=2).examples[:3], images=True, demonstrations=False,
+                 encode=grown.encode_instructions)
+    observation = runner.observe()
+    torch.testing.assert_close(grown.score(observation), without.score(observation), atol=1e-4, rtol=0)
+    with pytest.raises(ValueError, match="already reads"):
+        grown.with_previous_action_input()
+
+
 def test_an_ensemble_averages_its_members_action_probabilities():
     from zoo.models.ensemble import PolicyEnsemble
 

@@ -309,6 +309,28 @@ class BlockPolicy(BlocksAgent):
             nn.init.xavier_uniform_(self.direction_head.weight)
         nn.init.zeros_(self.direction_head.bias)
 
+    def with_previous_action_input(self) -> "BlockPolicy":
+        """A copy of this policy, trained without the previous-action input, with the input
+        added: the two new embeddings and the mixing layer's new columns are initialised as
+        a fresh policy's (seed the global generator first), every other weight is kept.
+
+        Why: supervised training feeds the demonstrations' previous actions, which a policy
+        running on its own never sees (exposure bias), so a start without the input scores
+        better; a bandit learns from its own rollouts and can then learn to use the input.
+        Under ``init="original"`` the new terms are ~1e-4 of the layer's input, so the grown
+        policy acts as the one it came from."""
+        if self.hparams.use_previous_action:
+            raise ValueError("this policy already reads the previous action")
+        grown = BlockPolicy(**{**self.hparams, "use_previous_action": True})
+        state = grown.state_dict()
+        for name, tensor in self.state_dict().items():
+            if name == "hidden.weight":  # inputs are [image, instruction, previous block, previous direction]
+                state[name][:, : tensor.shape[1]] = tensor
+            else:
+                state[name] = tensor
+        grown.load_state_dict(state)
+        return grown.train(self.training)
+
     # ------------------------------------------------------------------ inputs
     def image_tracker(self) -> FirstConvolutionTracker:
         """A tracker of the first convolution through one rollout (EpisodeRunner's ``track``):

@@ -128,6 +128,7 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
             policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", weights_only=True, **overrides)
         else:
             policy = BlockPolicy.from_pretrained(source, **overrides)
+        policy = match_previous_action_input(policy, config.model.use_previous_action, config.seed)
     elif bandit.warmup_epochs > 0:
         warmup_dir = run_dir / "warmup"
         if not (warmup_dir / "pretrained").is_dir():
@@ -140,6 +141,20 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
         torch.manual_seed(config.seed)
         policy.reset_direction_head()
     return policy.train()
+
+
+def match_previous_action_input(policy: BlockPolicy, wanted: bool, seed: int) -> BlockPolicy:
+    """The start with the previous-action input the config asks for: a start trained without
+    it (no exposure bias, spec §6.4 supervised) gets it added for the bandit; one trained with
+    it cannot lose it, so that is an error rather than a silent switch."""
+    if policy.hparams.use_previous_action == wanted:
+        return policy
+    if not wanted:
+        raise SystemExit("bandit.init_from reads the previous action but model.use_previous_action=false; "
+                         "start from a policy trained without the input")
+    torch.manual_seed(seed)
+    log.info("adding the previous-action input to the start (new embeddings, the rest kept)")
+    return policy.with_previous_action_input()
 
 
 def main(argv: list[str], extra_callbacks: list = (),
