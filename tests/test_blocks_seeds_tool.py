@@ -67,3 +67,14 @@ def test_export_saves_the_best_dev_epochs_weights(tmp_path, seeds):
     epoch = torch.load(run_dir / "checkpoints" / f"epoch{best:03d}.ckpt", map_location="cpu", weights_only=True)
     for name, tensor in exported.items():
         torch.testing.assert_close(tensor, epoch["state_dict"][name], rtol=0, atol=0, msg=name)
+
+
+def test_starts_pairs_each_seeds_supervised_run_with_and_without_the_previous_action(tmp_path, seeds):
+    write_metrics(tmp_path / "sup-orig-s1", [{"epoch": 0, "dev/mean_error": 5.14}, {"epoch": 1, "dev/mean_error": 5.27}])
+    write_metrics(tmp_path / "sup-orig-s1-noprev", [{"epoch": 0, "dev/mean_error": 4.91}])
+    rows = seeds.collect_starts(tmp_path, [1, 2])  # seed 2 has no runs: nothing, not an error
+    assert [(r["input"], r["epoch"], r["dev_mean"]) for r in rows] == [
+        ("with the previous action", 0, 5.14), ("with the previous action", 1, 5.27), ("without it", 0, 4.91)]
+    pytest.importorskip("matplotlib")
+    seeds.plot_starts(rows, tmp_path / "starts.png")
+    assert (tmp_path / "starts.png").read_bytes()[:4] == b"\x89PNG"

@@ -3,6 +3,7 @@
     python tools/blocks_seeds.py report --seeds 0 1 2 --json docs/results/blocks_seeds.json \
         --plot docs/results/blocks_seeds.png [--recorded docs/results/blocks_seed0_recorded.json]
     python tools/blocks_seeds.py export runs/blocks/bandit-s1            # -> runs/blocks/bandit-s1/best-dev
+    python tools/blocks_seeds.py starts --seeds 1 2 --plot docs/results/blocks_supervised_starts.png
 
 ``report`` reads each seed's ``metrics.jsonl`` (``runs/blocks/sup-orig-sN`` for the supervised
 start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9), prints
@@ -10,6 +11,9 @@ each epoch's errors with the dev closest approach and greedy decisions per dev e
 the policy never stops), and plots the dev mean error after each bandit epoch, one line per
 seed, beside the paper's figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
 they ran (a JSON list of ``{"seed", "stage", "epoch", "tuning", "dev_mean", "dev_median"}``).
+
+``starts`` compares the §6.4 supervised starts with and without the previous-action input
+(``runs/blocks/sup-orig-sN`` and ``sup-orig-sN-noprev``): dev and tuning error by epoch.
 
 ``export`` applies the paper's selection rule (the epoch with the lowest dev mean error) and
 saves that epoch's policy with ``save_pretrained``: what ``zoo eval blocks --model`` and the
@@ -105,6 +109,48 @@ def plot(rows: list[dict], out: Path) -> None:
     figure.savefig(out)
 
 
+STARTS = {"with the previous action": "sup-orig-s{seed}", "without it": "sup-orig-s{seed}-noprev"}
+
+
+def collect_starts(runs: Path, seeds: list[int]) -> list[dict]:
+    """Each supervised start's rows, labelled by whether its network reads the previous action."""
+    rows = []
+    for label, pattern in STARTS.items():
+        for seed in seeds:
+            rows += [{**row, "input": label} for row in run_rows(runs / pattern.format(seed=seed), seed, "supervised")]
+    return rows
+
+
+def plot_starts(rows: list[dict], out: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, axis = plt.subplots(figsize=(8, 4.8), dpi=120)
+    colours = plt.get_cmap("tab10").colors
+    for (label, seed), colour in zip(sorted({(r["input"], r["seed"]) for r in rows}), colours):
+        line = sorted((r for r in rows if (r["input"], r["seed"]) == (label, seed)), key=lambda r: r["epoch"])
+        epochs = [r["epoch"] + 1 for r in line]
+        axis.plot(epochs, [r["dev_mean"] for r in line], "o-", color=colour, label=f"{label}, seed {seed}, dev")
+        tuning = [(r["epoch"] + 1, r["tuning"]) for r in line if r.get("tuning") is not None]
+        if tuning:
+            axis.plot(*zip(*tuning), "x:", color=colour, alpha=0.6, label=f"{label}, seed {seed}, tuning")
+    value = PAPER_DEV["supervised, paper"]
+    axis.axhline(value, color="grey", linestyle="--", linewidth=1)
+    axis.annotate("supervised, paper (dev)", (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
+                  ha="right", color="grey", fontsize=8)
+    axis.xaxis.get_major_locator().set_params(integer=True)
+    axis.set_xlabel("supervised epochs (spec §6.4: one step per demonstration, 11,196 per epoch)")
+    axis.set_ylabel("mean distance error, greedy (block lengths)")
+    axis.set_title("Blocks, supervised starts with and without the previous-action input")
+    axis.legend(fontsize=8)
+    axis.grid(alpha=0.3)
+    figure.tight_layout()
+    out.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(out)
+
+
 def export(run_dir: Path, out: Path | None) -> Path:
     """Saves the bandit run's best-by-dev epoch with ``save_pretrained``; returns where."""
     from zoo.models.block_policy import BlockPolicy
@@ -132,12 +178,30 @@ def main(argv: list[str] | None = None) -> None:
     report.add_argument("--recorded", type=Path, help="rows of seeds whose run directories are gone")
     report.add_argument("--json", type=Path, help="write the rows and each seed's best epoch here")
     report.add_argument("--plot", type=Path, help="write the learning curves here (PNG)")
+    starts = commands.add_parser("starts", help="supervised starts with and without the previous-action input")
+    starts.add_argument("--runs", type=Path, default=Path("runs/blocks"))
+    starts.add_argument("--seeds", type=int, nargs="+", default=[1, 2])
+    starts.add_argument("--json", type=Path, help="write the rows here")
+    starts.add_argument("--plot", type=Path, help="write the curves here (PNG)")
     exporting = commands.add_parser("export", help="save a bandit run's best epoch by dev")
     exporting.add_argument("run_dir", type=Path)
     exporting.add_argument("--out", type=Path)
     args = parser.parse_args(argv)
     if args.command == "export":
         export(args.run_dir, args.out)
+        return
+    if args.command == "starts":
+        rows = collect_starts(args.runs, args.seeds)
+        print(f"{'input':<25} {'seed':>4} {'epoch':>5} {'tuning':>7} {'dev mean':>8} {'median':>7} {'moves':>5}")
+        for row in rows:
+            tuning = "-" if row.get("tuning") is None else f"{row['tuning']:.3f}"
+            moves = "-" if row.get("dev_decisions") is None else f"{row['dev_decisions']:.1f}"
+            print(f"{row['input']:<25} {row['seed']:>4} {row['epoch']:>5} {tuning:>7} {row['dev_mean']:>8.3f} "
+                  f"{row.get('dev_median') or 0:>7.3f} {moves:>5}")
+        if args.json:
+            args.json.write_text(json.dumps(rows, indent=1) + "\n")
+        if args.plot:
+            plot_starts(rows, args.plot)
         return
     rows = collect(args.runs, args.seeds, args.recorded)
     best = best_by_dev(rows)
