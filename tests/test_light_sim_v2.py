@@ -40,7 +40,8 @@ from zoo.light.sim_llm_prompts import (
     clean_line,
     echo_words,
 )
-from zoo.light.sim_llm_speech import SpeechReport, SpeechShard, utterance_seed, write_split_speech
+from zoo.light.sim_llm_memories import memory_pool, speaker_memories
+from zoo.light.sim_llm_speech import Memories, SpeechReport, SpeechShard, utterance_seed, write_split_speech
 from zoo.light.sim_speech import address, sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
@@ -288,13 +289,13 @@ def test_a_corpus_takes_lines_another_precision_wrote(tiny_model, world, tmp_pat
 
 
 def fingerprint_without_dtype(config, world, identity: str) -> str:
-    """SimConfig.fingerprint as written before ``speech_dtype`` existed."""
+    """SimConfig.fingerprint as written before ``speech_dtype`` and ``speech_memories`` existed."""
     import hashlib
 
     from zoo.light.sim_config import SIM_VERSION
     from zoo.light.sim_llm_speech import SPEECH_VERSION
 
-    fields = {k: v for k, v in asdict(config).items() if k != "speech_dtype"}
+    fields = {k: v for k, v in asdict(config).items() if k not in ("speech_dtype", "speech_memories")}
     payload = {"world": world.summary(), "version": SIM_VERSION,
                "speech": {"identity": identity, "version": SPEECH_VERSION}, "config": fields}
     return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
@@ -365,6 +366,44 @@ def test_prompt_holds_the_speakers_grounding_only(world):
     assert len(acts) == len(episode.turns) and all(kind in INSTRUCTIONS for turn in acts for kind, _ in turn)
     assert all(turn for turn in acts)  # every turn's speech did something
     assert episode.turns[1].speech not in user["content"]  # the template line itself is never shown
+
+
+class RecordingWriter(ScriptedWriter):
+    """Answers every prompt with one fixed line and keeps the prompts."""
+
+    def __init__(self):
+        super().__init__()
+        self.prompts = []
+
+    def complete(self, prompts, seeds, avoid=None, slots=None):
+        self.prompts += prompts
+        return [f"Line {len(self.prompts) - len(prompts) + k} of the chat, well said." for k in range(len(prompts))]
+
+
+def test_speakers_remember_places_and_things_from_elsewhere_in_the_world(world, tmp_path):
+    pool = memory_pool(world)
+    assert len(pool) >= len(world.rooms) // 2 and all(": " in memory for memory in pool)
+    first = speaker_memories(pool, 3, 0, "train", 5, 0)
+    assert len(set(first)) == 3 and first == speaker_memories(pool, 3, 0, "train", 5, 0)  # a hash, not the RNG
+    assert first != speaker_memories(pool, 3, 0, "train", 5, 1)  # the other speaker knows other things
+    plans: dict = {}
+    episode = generate_corpus(MICRO, world, plans=plans)["test"][0]
+    writer = RecordingWriter()
+    write_split_speech("test", [episode], plans["test"][:1], writer, LineCache(tmp_path / "lines"), 0, SpeechReport(),
+                       memories=Memories(pool, 2))
+    known = {character(episode.speaker(s).name): speaker_memories(pool, 2, 0, "test", 0, s) for s in (0, 1)}
+    assert len(writer.prompts) >= len(episode.turns)
+    for system, _ in writer.prompts:
+        me = system["content"].removeprefix("You are ").split(",")[0]
+        for memory in known[me]:
+            assert memory[1:] in system["content"]  # capitalised at the start of its sentence
+    # Without memories the prompt is speech version 2's, so its cached lines stay valid.
+    plain = build_prompt(episode, 0, plans["test"][0][0], [])
+    assert "elsewhere" not in plain[0]["content"] and build_prompt(episode, 0, plans["test"][0][0], [], []) == plain
+    config = replace(MICRO, speech="llm")
+    assert replace(config, speech_memories=2).fingerprint(world, "x") != config.fingerprint(world, "x")
+    with pytest.raises(ValueError, match="speech_memories"):
+        replace(MICRO, speech_memories=2)  # template speech has no prompts
 
 
 def test_line_cache_survives_a_torn_record(tmp_path):

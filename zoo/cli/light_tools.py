@@ -78,6 +78,10 @@ def add_sim_command(commands) -> None:
     sim.add_argument("--speech-temperature", type=float, default=None,
                      help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, three times "
                      "the non-words, IR near chance; docs/light_sim_v2.md)")
+    sim.add_argument("--speech-memories", type=int, default=0, metavar="N",
+                     help="with --speech llm: N places and things from elsewhere in the world each speaker knows "
+                     "(a room or object and the first sentence of its description), for a longer vocabulary tail "
+                     "(0: speech version 2 as it was; docs/light_sim_v2.md)")
     sim.add_argument("--speech-top-p", type=float, default=None, help="with --speech llm: nucleus mass (0.92)")
     sim.add_argument("--line-cache", help="with --speech llm: the JSON-lines file of written lines that makes the run "
                      "resumable (default: $ZOO_CACHE/light/sim/llm_lines/<model>.jsonl)")
@@ -105,14 +109,16 @@ def run_sim(args) -> int:
         sampling_changes = {name: value for name, value in (("temperature", args.speech_temperature),
                                                              ("top_p", args.speech_top_p)) if value is not None}
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
-                                     or args.speech_shard or args.read_lines or sampling_changes):
-            raise ValueError("--speech-model, --speech-dtype, --speech-temperature, --speech-top-p, --line-cache, "
-                             "--read-lines and --speech-shard need --speech llm")
+                                     or args.speech_shard or args.read_lines or sampling_changes
+                                     or args.speech_memories):
+            raise ValueError("--speech-model, --speech-dtype, --speech-temperature, --speech-top-p, --speech-memories, "
+                             "--line-cache, --read-lines and --speech-shard need --speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
         shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
         config = SimConfig.preset(args.preset, seed=args.seed, world=args.world, speech=args.speech,
-                                  speech_model=args.speech_model, speech_dtype=args.speech_dtype)
+                                  speech_model=args.speech_model, speech_dtype=args.speech_dtype,
+                                  speech_memories=args.speech_memories)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
         writer = (llm_writer(config, args.speech_batch_size, args.threads, **sampling_changes)

@@ -53,12 +53,17 @@ class SimConfig:
     speech: str = "templates"
     speech_model: str = ""
     speech_dtype: str = "float32"
+    speech_memories: int = 0
+    """Places and things from elsewhere in the world each speaker knows (:mod:`zoo.light.sim_llm_memories`);
+    0: speech version 2 as it was."""
 
     def __post_init__(self) -> None:
+        if self.speech_memories < 0:
+            raise ValueError(f"speech_memories must be at least 0, got {self.speech_memories}")
         if self.speech not in SPEECH_SOURCES:
             raise ValueError(f"unknown LIGHT-sim speech source {self.speech!r}; choose one of {SPEECH_SOURCES}")
-        if (self.speech_model or self.speech_dtype != "float32") and self.speech != "llm":
-            raise ValueError("speech_model and speech_dtype are only used with speech='llm'")
+        if (self.speech_model or self.speech_dtype != "float32" or self.speech_memories) and self.speech != "llm":
+            raise ValueError("speech_model, speech_dtype and speech_memories are only used with speech='llm'")
 
     @property
     def label(self) -> str:
@@ -93,6 +98,8 @@ class SimConfig:
         payload: dict[str, Any] = {"world": world.summary(), "version": SIM_VERSION}
         if config["speech_dtype"] == "float32":  # corpora from before precision was a choice keep their key
             del config["speech_dtype"]
+        if not config["speech_memories"]:  # nor do corpora from before memories
+            del config["speech_memories"]
         if self.speech == "templates":
             del config["speech"], config["speech_model"]
         else:

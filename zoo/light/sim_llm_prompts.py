@@ -45,7 +45,7 @@ MAX_OBJECTS = 6
 
 SYSTEM = ("You are {me}, a character in a medieval fantasy world. {persona}\n"
           "You are in {place}. {description}\n"
-          "{objects}"
+          "{objects}{memories}"
           "You are talking with {partner}. Answer with only what you say out loud: one or two short "
           "sentences, in your own words, in character. No narration.")
 
@@ -129,24 +129,39 @@ def happened(episode: Episode, t: int) -> str:
     return " ".join(notes)
 
 
-def instruction(acts: Sequence[tuple[str, str]]) -> str:
+SMALL_TALK_FROM_MEMORY = "Make small talk; you may bring up something you know from elsewhere."
+"""Small talk when the speaker has memories (:mod:`zoo.light.sim_llm_memories`): the turns with
+no plan are where people bring in the rest of their world."""
+
+
+def instruction(acts: Sequence[tuple[str, str]], memories: bool = False) -> str:
     """The turn's plan as instructions; an unplanned turn is small talk."""
     parts = [INSTRUCTIONS[kind].format(m=material.rstrip(". ")) for kind, material in acts if kind in INSTRUCTIONS]
-    return " ".join(parts) or INSTRUCTIONS["small_talk"]
+    return " ".join(parts) or (SMALL_TALK_FROM_MEMORY if memories else INSTRUCTIONS["small_talk"])
 
 
-def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], lines: Sequence[str]) -> list[dict]:
-    """Chat messages asking for turn ``t``'s line, given the lines already written for turns < t."""
+def memory_lines(memories: Sequence[str]) -> str:
+    """``You know from elsewhere: the well: It is old. The rug: ...`` (empty without memories, so
+    that speech version 2's prompts, and its cached lines, stay as they were)."""
+    return ("You know from elsewhere: " + " ".join(f"{m[0].upper()}{m[1:]}" for m in memories) + "\n"
+            if memories else "")
+
+
+def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], lines: Sequence[str],
+                 memories: Sequence[str] = ()) -> list[dict]:
+    """Chat messages asking for turn ``t``'s line, given the lines already written for turns < t;
+    ``memories``: places and things the speaker knows beyond the room (:mod:`zoo.light.sim_llm_memories`)."""
     me, partner = episode.speaker(t), episode.partner(t)
     me_name, partner_name = character(me.name), character(partner.name)
     system = SYSTEM.format(me=me_name, persona=" ".join(me.persona.split()),
                            place=f"the {address(episode.setting.name)}",
                            description=" ".join(sentences(episode.setting.description)[:DESCRIPTION_SENTENCES]),
-                           objects=object_list(episode.turns[t]), partner=partner_name)
+                           objects=object_list(episode.turns[t]), memories=memory_lines(memories),
+                           partner=partner_name)
     history = [f"{'You' if episode.speaker(i) is me else 'They'}: {lines[i]}"
                for i in range(max(0, t - HISTORY_LINES), t)]
     user = ("The conversation so far:\n" + "\n".join(history) + "\n\n") if history else "You speak first.\n\n"
-    user += " ".join(x for x in (happened(episode, t), instruction(acts)) if x)
+    user += " ".join(x for x in (happened(episode, t), instruction(acts, bool(memories))) if x)
     user += f"\nWhat do you, {me_name}, say? One or two sentences."
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

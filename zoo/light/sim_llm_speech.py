@@ -37,6 +37,7 @@ from typing import Hashable, Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
+from zoo.light.sim_llm_memories import speaker_memories
 from zoo.light.sim_llm_prompts import (
     P_ONE_SENTENCE,
     build_prompt,
@@ -177,9 +178,20 @@ def _duration(seconds: float) -> str:
     return f"{seconds / 3600:.1f} h"
 
 
+@dataclass(frozen=True)
+class Memories:
+    """``count`` memories per speaker drawn from ``pool`` (:mod:`zoo.light.sim_llm_memories`)."""
+
+    pool: tuple[str, ...] = ()
+    count: int = 0
+
+    def of(self, seed: int, split: str, episode: int, speaker: int) -> list[str]:
+        return speaker_memories(self.pool, self.count, seed, split, episode, speaker) if self.count else []
+
+
 def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[Sequence], writer: LineWriter,
                        cache: LineCache, seed: int, report: SpeechReport,
-                       shard: SpeechShard | None = None) -> list[Episode]:
+                       shard: SpeechShard | None = None, memories: Memories = Memories()) -> list[Episode]:
     """``episodes`` with every line written by ``writer`` (or taken from ``cache``); with a
     ``shard``, only that shard's chats (the others keep their template lines)."""
     if len(plans) != len(episodes):
@@ -193,7 +205,8 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
         chats = mine[start:start + CHATS_PER_PASS]
         for t in range(max(len(episodes[i].turns) for i in chats)):
             waiting = [i for i in chats if len(episodes[i].turns) > t]
-            prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i]), echo_words(episodes[i], t, lines[i]))
+            prompts = {i: (build_prompt(episodes[i], t, plans[i][t], lines[i], memories.of(seed, split, i, t % 2)),
+                           echo_words(episodes[i], t, lines[i]))
                        for i in waiting}
             chosen: dict[int, str] = {}
             for attempt in range(ATTEMPTS):
@@ -258,11 +271,11 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
 
 
 def write_corpus_speech(splits: dict[str, list[Episode]], plans: dict[str, list], writer: LineWriter,
-                        cache: LineCache, seed: int,
-                        shard: SpeechShard | None = None) -> tuple[dict[str, list[Episode]], SpeechReport]:
+                        cache: LineCache, seed: int, shard: SpeechShard | None = None,
+                        memories: Memories = Memories()) -> tuple[dict[str, list[Episode]], SpeechReport]:
     """Every split of a template corpus with LLM speech (a ``shard``'s chats only), and what it took."""
     report, start = SpeechReport(), time.perf_counter()
-    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report, shard)
+    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report, shard, memories)
                  for split, episodes in splits.items()}
     report.seconds = time.perf_counter() - start
     log.info("%s speech: %d lines, %d written by the model, %d from the cache, %d resampled, %d template "
