@@ -88,9 +88,7 @@ def plot(rows: list[dict], out: Path) -> None:
         if tuning:
             axis.plot(*zip(*tuning), "x:", color=colour, alpha=0.7, label=f"seed {seed}, tuning")
     for (name, value), style in zip(PAPER_DEV.items(), ("--", "-.")):
-        axis.axhline(value, color="grey", linestyle=style, linewidth=1)
-        axis.annotate(name, (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
-                      ha="right", color="grey", fontsize=8)
+        paper_line(axis, value, name, style)
     top = 7.0  # a diverged epoch (seed 2's fourth: 9.3) would squash the rest; it is named at the top instead
     off_scale = [(r["seed"], r["epoch"] + 1, r["dev_mean"]) for r in rows
                  if r["stage"] == "bandit" and r["dev_mean"] > top]
@@ -99,10 +97,22 @@ def plot(rows: list[dict], out: Path) -> None:
         for seed, x, value in off_scale:
             axis.annotate(f"seed {seed}: {value:.2f} ↑", (x, top), xytext=(0, -12), textcoords="offset points",
                           ha="center", fontsize=8, color=colours[seed % 10])
-    axis.set_xlabel("bandit epochs (11,196 episodes each; 0 = the supervised start)")
-    axis.set_ylabel("mean distance error (block lengths)")
-    axis.set_title("Blocks, contextual bandit with F1+F2 shaping, one line per seed")
     axis.legend(fontsize=8, ncol=2, loc="upper right", bbox_to_anchor=(1.0, 0.93))
+    save(figure, axis, out, "bandit epochs (11,196 episodes each; 0 = the supervised start)",
+         "mean distance error (block lengths)", "Blocks, contextual bandit with F1+F2 shaping, one line per seed")
+
+
+def paper_line(axis, value: float, name: str, style: str = "--") -> None:
+    """A horizontal grey line at one of the paper's figures, named at the right end."""
+    axis.axhline(value, color="grey", linestyle=style, linewidth=1)
+    axis.annotate(name, (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
+                  ha="right", color="grey", fontsize=8)
+
+
+def save(figure, axis, out: Path, xlabel: str, ylabel: str, title: str) -> None:
+    axis.set_xlabel(xlabel)
+    axis.set_ylabel(ylabel)
+    axis.set_title(title)
     axis.grid(alpha=0.3)
     figure.tight_layout()
     out.parent.mkdir(parents=True, exist_ok=True)
@@ -136,19 +146,11 @@ def plot_starts(rows: list[dict], out: Path) -> None:
         tuning = [(r["epoch"] + 1, r["tuning"]) for r in line if r.get("tuning") is not None]
         if tuning:
             axis.plot(*zip(*tuning), "x:", color=colour, alpha=0.6, label=f"{label}, seed {seed}, tuning")
-    value = PAPER_DEV["supervised, paper"]
-    axis.axhline(value, color="grey", linestyle="--", linewidth=1)
-    axis.annotate("supervised, paper (dev)", (axis.get_xlim()[1], value), xytext=(-4, 3), textcoords="offset points",
-                  ha="right", color="grey", fontsize=8)
+    paper_line(axis, PAPER_DEV["supervised, paper"], "supervised, paper (dev)")
     axis.xaxis.get_major_locator().set_params(integer=True)
-    axis.set_xlabel("supervised epochs (spec §6.4: one step per demonstration, 11,196 per epoch)")
-    axis.set_ylabel("mean distance error, greedy (block lengths)")
-    axis.set_title("Blocks, supervised starts with and without the previous-action input")
     axis.legend(fontsize=8)
-    axis.grid(alpha=0.3)
-    figure.tight_layout()
-    out.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(out)
+    save(figure, axis, out, "supervised epochs (spec §6.4: one step per demonstration, 11,196 per epoch)",
+         "mean distance error, greedy (block lengths)", "Blocks, supervised starts with and without the previous-action input")
 
 
 def export(run_dir: Path, out: Path | None) -> Path:
