@@ -40,8 +40,8 @@ from zoo.light.sim_llm_prompts import (
     clean_line,
     echo_words,
 )
-from zoo.light.sim_llm_memories import memory_pool, speaker_memories
-from zoo.light.sim_llm_speech import Memories, SpeechReport, SpeechShard, utterance_seed, write_split_speech
+from zoo.light.sim_llm_memories import Memories, memory_pool, speaker_memories
+from zoo.light.sim_llm_speech import SpeechReport, SpeechShard, utterance_seed, write_split_speech
 from zoo.light.sim_speech import address, sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)

@@ -99,8 +99,8 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
         splits = generate_corpus(config, world)
         return splits, {"generate_seconds": round(time.perf_counter() - start, 2)}
     from zoo.light.line_cache import LineCache, shard_files, shard_path
-    from zoo.light.sim_llm_memories import memory_pool
-    from zoo.light.sim_llm_speech import SPEECH_VERSION, Memories, write_corpus_speech
+    from zoo.light.sim_llm_memories import Memories
+    from zoo.light.sim_llm_speech import SPEECH_VERSION, write_corpus_speech
 
     writer = writer or llm_writer(config)
     plans: dict[str, list[Plan]] = {}
@@ -112,7 +112,7 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     else:
         own = shard_path(main, shard.index, shard.count)  # every other shard too: a shard split finer resumes
         cache = LineCache(own, read_also=[*others, main, *(path for path in shard_files(main) if path != own)])
-    memories = Memories(memory_pool(world), config.speech_memories) if config.speech_memories else Memories()
+    memories = Memories.from_world(world, config.speech_memories)
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard, memories)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "memories": config.speech_memories, "memory_pool": len(memories.pool),

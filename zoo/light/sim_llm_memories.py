@@ -17,6 +17,7 @@ ranker could match, as with people's own knowledge.
 from __future__ import annotations
 
 import hashlib
+from dataclasses import dataclass
 from typing import Sequence
 
 from zoo.light.sim_speech import address, sentences
@@ -49,3 +50,18 @@ def speaker_memories(pool: Sequence[str], count: int, seed: int, split: str, epi
             chosen.append(index)
         draw += 1
     return [pool[i] for i in chosen]
+
+
+@dataclass(frozen=True)
+class Memories:
+    """``count`` memories per speaker drawn from ``pool``; the default knows nothing (speech version 2)."""
+
+    pool: tuple[str, ...] = ()
+    count: int = 0
+
+    @classmethod
+    def from_world(cls, world: World, count: int) -> "Memories":
+        return cls(memory_pool(world), count) if count else cls()
+
+    def of(self, seed: int, split: str, episode: int, speaker: int) -> list[str]:
+        return speaker_memories(self.pool, self.count, seed, split, episode, speaker) if self.count else []

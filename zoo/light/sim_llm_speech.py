@@ -37,7 +37,7 @@ from typing import Hashable, Protocol, Sequence
 
 from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
-from zoo.light.sim_llm_memories import speaker_memories
+from zoo.light.sim_llm_memories import Memories
 from zoo.light.sim_llm_prompts import (
     P_ONE_SENTENCE,
     build_prompt,
@@ -176,17 +176,6 @@ def _duration(seconds: float) -> str:
     if seconds < 5400:
         return f"{seconds / 60:.0f} min"
     return f"{seconds / 3600:.1f} h"
-
-
-@dataclass(frozen=True)
-class Memories:
-    """``count`` memories per speaker drawn from ``pool`` (:mod:`zoo.light.sim_llm_memories`)."""
-
-    pool: tuple[str, ...] = ()
-    count: int = 0
-
-    def of(self, seed: int, split: str, episode: int, speaker: int) -> list[str]:
-        return speaker_memories(self.pool, self.count, seed, split, episode, speaker) if self.count else []
 
 
 def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[Sequence], writer: LineWriter,
