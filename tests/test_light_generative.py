@@ -96,6 +96,7 @@ def test_eval_light_reports_perplexity_f1_and_recall(trained, corpus, capsys):
 def test_the_minilm_start_shares_encoder_and_decoder_weights(tmp_path, corpus):
     backbone = make_tiny_backbone(tmp_path / "tiny-bert")
     model = GenerativeTransformer(start="minilm", backbone=str(backbone), max_context_tokens=64, max_target_tokens=12)
+    assert all(module.training for module in model.modules())  # fine-tuned with its dropout on
     encoder, decoder = model.seq2seq.encoder, model.seq2seq.decoder.bert
     assert decoder.encoder.layer[0].attention.self.query.weight is encoder.encoder.layer[0].attention.self.query.weight
     assert decoder.embeddings.word_embeddings.weight is encoder.embeddings.word_embeddings.weight

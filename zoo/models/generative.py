@@ -141,7 +141,9 @@ class GenerativeTransformer(NeuralRanker):
             model = EncoderDecoderModel(config=EncoderDecoderConfig.from_dict(model_config))
         else:
             source = resolve_backbone(backbone)
-            model = EncoderDecoderModel.from_encoder_decoder_pretrained(source, source)
+            # from_pretrained returns eval mode, and Lightning trains modules in the mode it gets
+            # them: without train() the warm start would fine-tune with MiniLM's dropout off.
+            model = EncoderDecoderModel.from_encoder_decoder_pretrained(source, source).train()
             self.tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_download)
         model.encoder.pooler = None  # never reaches the loss (DDP would call it unused)
         tie_decoder_to_encoder(model.encoder, model.decoder.bert)
