@@ -263,12 +263,32 @@ def test_bfloat16_is_its_own_corpus_and_float32_keeps_its_keys(tiny_model, world
         ChatLineWriter(tiny_model, dtype="float16")
 
 
+def test_int8_quantises_every_linear_layer_and_writes_repeatable_lines(tiny_model):
+    """int8 is the fast precision on CPUs with AVX2 only: every projection, the output one
+    included, runs as a dynamically quantised int8 matrix product; the embeddings stay float32."""
+    from torch.ao.nn.quantized.dynamic import Linear as QuantisedLinear
+
+    float32 = writer_for(tiny_model)
+    int8 = ChatLineWriter(tiny_model, float32.sampling, batch_size=3, dtype="int8")
+    assert int8.identity == float32.identity + ":int8"
+    prompts, seeds = [[{"role": "user", "content": "Hello there."}]] * 2, [5, 6]
+    lines = int8.complete(prompts, seeds)
+    modules = list(int8._model.modules())
+    assert not any(type(m) is torch.nn.Linear for m in modules)
+    assert sum(isinstance(m, QuantisedLinear) for m in modules) == 2 * 7 + 1  # q k v o gate up down per layer, lm_head
+    assert int8._model.get_input_embeddings().weight.dtype is torch.float32
+    again = ChatLineWriter(tiny_model, float32.sampling, batch_size=3, dtype="int8")
+    assert again.complete(prompts, seeds) == lines and all(isinstance(line, str) for line in lines)
+
+
 def test_a_corpus_takes_lines_another_precision_wrote(tiny_model, world, tmp_path):
     """Machines differ in which precision is fast, so a corpus written over several sessions
     reads the lines any precision wrote; it asks the model only for what none of them has."""
     float32 = writer_for(tiny_model)
     bf16 = ChatLineWriter(tiny_model, float32.sampling, dtype="bfloat16")
-    assert bf16.other_precisions == (float32.identity,) and float32.other_precisions == (bf16.identity,)
+    int8 = ChatLineWriter(tiny_model, float32.sampling, dtype="int8")
+    assert bf16.other_precisions == (float32.identity, int8.identity)
+    assert float32.other_precisions == (bf16.identity, int8.identity)
     plans: dict = {}
     episodes = generate_corpus(MICRO, world, plans=plans)["test"][:2]
     cache = LineCache(tmp_path / "lines.jsonl")
