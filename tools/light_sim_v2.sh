@@ -4,8 +4,9 @@
 #   tools/launch_run.sh sim-v2-full  tools/light_sim_v2.sh full  runs/light-sim-v2-full
 # The precision is the machine's fastest: bfloat16 at batch 64 where the CPU has AVX512-BF16 or
 # AMX (0.73 s a line, 2.5x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
-# float32 at batch 16 where it has neither (AVX2 only: 1.37 s a line, bfloat16 ~9.5 s). A corpus
-# takes lines written at either precision from the cache (ChatLineWriter.other_precisions), so
+# int8 at batch 16 where it has neither (AVX2 only: 2.2x float32, which ran 1.37 s a line;
+# bfloat16 ~9.5 s). A corpus
+# takes lines written at any precision from the cache (ChatLineWriter.other_precisions), so
 # sessions on different machines add to one corpus. Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model
 # only for the lines still missing; the corpus directory is written once, at the end. The line
@@ -19,10 +20,19 @@ set -euo pipefail
 preset="$1"; out="$2"; shift 2
 python="${PYTHON:-python}"
 lines=runs/light-sim-v2-lines
-precision=(--speech-dtype float32 --speech-batch-size 16 --line-cache $lines/smollm2-float32.jsonl
-           --read-lines $lines/smollm2-bfloat16.jsonl)
-if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo 2>/dev/null; then
-  precision=(--speech-dtype bfloat16 --speech-batch-size 64 --line-cache $lines/smollm2-bfloat16.jsonl
-             --read-lines $lines/smollm2-float32.jsonl)
+dtype="${SPEECH_DTYPE:-}"   # override: SPEECH_DTYPE=float32|bfloat16|int8
+if [ -z "$dtype" ]; then
+  dtype=int8
+  if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo 2>/dev/null; then dtype=bfloat16; fi
+fi
+batch=16
+if [ "$dtype" = bfloat16 ]; then batch=64; fi
+precision=(--speech-dtype "$dtype" --speech-batch-size "$batch" --line-cache "$lines/smollm2-$dtype.jsonl")
+if [ "${READ_OTHER_PRECISIONS:-1}" = 1 ]; then  # 0: only this precision's own lines (to compare precisions)
+  for other in float32 bfloat16 int8; do
+    if [ "$other" != "$dtype" ] && [ -f "$lines/smollm2-$other.jsonl" ]; then
+      precision+=(--read-lines "$lines/smollm2-$other.jsonl")
+    fi
+  done
 fi
 exec "$python" -P -m zoo.cli light sim --out "$out" --preset "$preset" --speech llm "${precision[@]}" --threads 1 --json "$@"
