@@ -123,17 +123,22 @@ class Sampling:
 
 
 def quantize_linear_layers(model):
-    """``model`` with every ``nn.Linear`` (the output projection included) replaced by
-    PyTorch's dynamically quantised int8 linear (fbgemm/x86 kernels). Why this API, deprecated
-    in favour of torchao: on this project's AVX2 CPU torchao 0.18's int8 configurations ran a
+    """``model`` with every ``nn.Linear`` of its transformer layers replaced by PyTorch's
+    dynamically quantised int8 linear (fbgemm/x86 kernels; weights per output channel,
+    activations per batch). The output projection and the embeddings stay float32: a tiny
+    corpus written with the output projection quantised too, and weights per tensor, had 23%
+    fewer words than float32's (docs/light_sim_v2.md, session 19). Why this API, deprecated in
+    favour of torchao: on this project's AVX2 CPU torchao 0.18's int8 configurations ran a
     576x1536 + 1536x576 pair 40x (dynamic activations) and 2.5x (weights only) slower than
-    float32, where this one runs it 1.6x (prefill rows) to 5x (decoding rows) faster
-    (CHANGELOG, session 19). The embeddings stay float32."""
+    float32, where this one runs it 1.6x (prefill rows) to 5x (decoding rows) faster."""
     import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig
 
     with warnings.catch_warnings():  # the deprecation notices of torch.ao's eager quantisation
         warnings.simplefilter("ignore")
-        return torch.ao.quantization.quantize_dynamic(model, {torch.nn.Linear}, dtype=torch.qint8)
+        torch.ao.quantization.quantize_dynamic(model.base_model, {torch.nn.Linear: per_channel_dynamic_qconfig},
+                                               dtype=torch.qint8, inplace=True)
+    return model
 
 
 class ChatLineWriter:
