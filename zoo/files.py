@@ -50,6 +50,16 @@ def _protected(path: Path) -> str | None:
     return None
 
 
+def _empty_or_marked(directory: Path) -> bool:
+    """Whether ``directory`` is empty or carries the marker, judged from one listing: looking
+    up the marker and then listing would be two looks, and another writer's swap between them
+    (the old directory renamed away, the new one renamed in) made a zoo directory look foreign."""
+    with os.scandir(directory) as entries:
+        names = {entry.name: entry for entry in entries}
+    marker = names.get(MARKER_NAME)
+    return not names or (marker is not None and marker.is_file(follow_symlinks=False))
+
+
 def check_replaceable(directory: str | os.PathLike) -> Path:
     """Raise :class:`UnsafeDestinationError` unless ``directory`` may be replaced by zoo
     output: it does not exist, or it is a directory that is empty or carries zoo's marker."""
@@ -59,7 +69,7 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
         try:
             if directory.is_symlink() or not directory.is_dir():
                 reason = "it exists and is not a directory"
-            elif not (directory / MARKER_NAME).is_file() and any(directory.iterdir()):
+            elif not _empty_or_marked(directory):
                 reason = "it is not empty and zoo did not write it"
         except FileNotFoundError:  # swapped away by another writer while we looked: nothing is there to lose
             pass
