@@ -4,8 +4,8 @@
 #   tools/launch_run.sh sim-v2-full  tools/light_sim_v2.sh full  runs/light-sim-v2-full
 # The precision is the machine's fastest: bfloat16 at batch 64 where the CPU has AVX512-BF16 or
 # AMX (0.73 s a line, 2.5x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
-# int8 at batch 16 where it has neither (AVX2 only: 2.2x float32, which ran 1.37 s a line;
-# bfloat16 ~9.5 s). A corpus
+# float32 at batch 16 where it has neither (AVX2 only: 1.37 s a line, bfloat16 ~9.5 s; int8,
+# SPEECH_DTYPE=int8, runs 1.7x faster but writes shorter lines: docs/light_sim_v2.md). A corpus
 # takes lines written at any precision from the cache (ChatLineWriter.other_precisions), so
 # sessions on different machines add to one corpus. Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model
@@ -22,7 +22,7 @@ python="${PYTHON:-python}"
 lines=runs/light-sim-v2-lines
 dtype="${SPEECH_DTYPE:-}"   # override: SPEECH_DTYPE=float32|bfloat16|int8
 if [ -z "$dtype" ]; then
-  dtype=int8
+  dtype=float32  # not int8 on AVX2: 1.7x faster, but its lines are shorter and IR lower (docs/light_sim_v2.md)
   if grep -qwE "avx512_bf16|amx_bf16" /proc/cpuinfo 2>/dev/null; then dtype=bfloat16; fi
 fi
 batch=16
