@@ -28,8 +28,8 @@ fi
 batch=16
 if [ "$dtype" = bfloat16 ]; then batch=64; fi
 precision=(--speech-dtype "$dtype" --speech-batch-size "$batch" --line-cache "$lines/smollm2-$dtype.jsonl")
-if [ "${READ_OTHER_PRECISIONS:-1}" = 1 ]; then  # 0: only this precision's own lines (to compare precisions)
-  for other in float32 bfloat16 int8; do
+if [ "${READ_OTHER_PRECISIONS:-1}" = 1 ] && [ "$dtype" != int8 ]; then  # 0: only this precision's own lines (to compare precisions)
+  for other in float32 bfloat16; do  # not int8's lines: shorter, not float32's rounded (ChatLineWriter.other_precisions)
     if [ "$other" != "$dtype" ] && [ -f "$lines/smollm2-$other.jsonl" ]; then
       precision+=(--read-lines "$lines/smollm2-$other.jsonl")
     fi

@@ -85,6 +85,11 @@ quantised per batch: :func:`quantize_linear_layers`) is the fast one on CPUs wit
 Each writes different lines than float32 from the same seeds."""
 
 
+INTERCHANGEABLE_DTYPES = ("float32", "bfloat16")
+"""Precisions whose lines differ only by rounding, so that one corpus may mix them. Not int8:
+its lines came out measurably shorter (docs/light_sim_v2.md, session 19)."""
+
+
 SAMPLER_VERSION = 2
 """In every line's cache key: version 2 draws from the nucleus by one uniform per row
 (:func:`nucleus_sample`) and drops finished rows from the batch; version 1 sorted the whole
@@ -192,7 +197,9 @@ class ChatLineWriter:
         the cache. Why: the fastest precision depends on the machine (bfloat16 is 2.5x float32's
         speed where the CPU has AVX512-BF16 and ~7x slower where it has only AVX2), and a corpus
         takes many sessions, on whatever machine each one gets."""
-        return tuple(self._identity_at(dtype) for dtype in DTYPES if dtype != self.dtype)
+        if self.dtype not in INTERCHANGEABLE_DTYPES:
+            return ()
+        return tuple(self._identity_at(dtype) for dtype in INTERCHANGEABLE_DTYPES if dtype != self.dtype)
 
     def _identity_at(self, dtype: str) -> str:
         if self._hash is None:
