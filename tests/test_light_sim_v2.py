@@ -263,7 +263,7 @@ def test_bfloat16_is_its_own_corpus_and_float32_keeps_its_keys(tiny_model, world
         ChatLineWriter(tiny_model, dtype="float16")
 
 
-def test_int8_quantises_every_linear_layer_and_writes_repeatable_lines(tiny_model):
+def test_int8_quantises_the_transformer_layers_and_writes_repeatable_lines(tiny_model):
     """int8 is the fast precision on CPUs with AVX2 only: every projection of the transformer
     layers runs as a dynamically quantised int8 matrix product; the output projection and the
     embeddings stay float32 (quantising the output projection cost a corpus words)."""

@@ -6,7 +6,7 @@
 # AMX (0.73 s a line, 2.5x float32 at batch 16, measured by benchmarks/light_sim_llm.py),
 # float32 at batch 16 where it has neither (AVX2 only: 1.37 s a line, bfloat16 ~9.5 s; int8,
 # SPEECH_DTYPE=int8, runs 1.7x faster but writes shorter lines: docs/light_sim_v2.md). A corpus
-# takes lines written at any precision from the cache (ChatLineWriter.other_precisions), so
+# takes lines written in float32 or bfloat16 from the cache (ChatLineWriter.other_precisions), so
 # sessions on different machines add to one corpus. Every written line is appended to the line
 # cache as it comes, so relaunching the same command after an interruption asks the model
 # only for the lines still missing; the corpus directory is written once, at the end. The line
@@ -28,8 +28,8 @@ fi
 batch=16
 if [ "$dtype" = bfloat16 ]; then batch=64; fi
 precision=(--speech-dtype "$dtype" --speech-batch-size "$batch" --line-cache "$lines/smollm2-$dtype.jsonl")
-if [ "${READ_OTHER_PRECISIONS:-1}" = 1 ] && [ "$dtype" != int8 ]; then  # 0: only this precision's own lines (to compare precisions)
-  for other in float32 bfloat16; do  # not int8's lines: shorter, not float32's rounded (ChatLineWriter.other_precisions)
+if [ "${READ_OTHER_PRECISIONS:-1}" = 1 ]; then  # 0: only this precision's own lines (to compare precisions)
+  for other in float32 bfloat16; do  # the writer takes them only where they may mix (ChatLineWriter.other_precisions)
     if [ "$other" != "$dtype" ] && [ -f "$lines/smollm2-$other.jsonl" ]; then
       precision+=(--read-lines "$lines/smollm2-$other.jsonl")
     fi

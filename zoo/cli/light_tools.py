@@ -74,8 +74,8 @@ def add_sim_command(commands) -> None:
     sim.add_argument("--speech-batch-size", type=int, default=16, help="prompts per model call (--speech llm)")
     sim.add_argument("--speech-dtype", choices=("float32", "bfloat16", "int8"), default="float32",
                      help="with --speech llm: the model's precision; bfloat16 is several times faster on CPUs with "
-                     "AMX or AVX512-BF16, int8 (dynamic quantisation) on CPUs with AVX2 only; lines any precision "
-                     "wrote are taken from the cache")
+                     "AMX or AVX512-BF16; int8 is 1.7x float32 on AVX2-only CPUs but writes shorter lines; a float32 or "
+                     "bfloat16 corpus takes the lines either of them wrote from the cache")
     sim.add_argument("--speech-temperature", type=float, default=None,
                      help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, three times "
                      "the non-words, IR near chance; docs/light_sim_v2.md)")
