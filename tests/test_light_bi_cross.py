@@ -176,6 +176,37 @@ def test_retrieve_returns_the_brute_force_top_k(backbone, corpus):
         model.retrieve(items[0].context)
 
 
+def test_mean_pooling_scores_are_the_encoders_own_cosine_scaled(backbone, corpus, tmp_path):
+    """An untrained mean-pooling bi-ranker is the pretrained sentence encoder ranking by cosine."""
+    from transformers import AutoModel
+
+    model = BiRanker(backbone=str(backbone), shared_encoder=True, pooling="mean", score_scale=20.0,
+                     max_context_tokens=64, max_grounding_tokens=24).eval()
+    assert model.hparams.embedding_dim == 32 and model.context_encoder.projection is None
+    encoder = AutoModel.from_pretrained(str(backbone)).eval()
+    tokenizer = model.tokenizer
+
+    def by_hand(texts):  # mean of the output tokens under the mask, unit length
+        tokens = tokenizer(texts, padding=True, return_tensors="pt")
+        with torch.no_grad():
+            states = encoder(**tokens).last_hidden_state
+        mask = tokens["attention_mask"].unsqueeze(-1).float()
+        return torch.nn.functional.normalize((states * mask).sum(1) / mask.sum(1), dim=-1)
+
+    candidates = ["Hello there, traveller.", "I sell swords and shields.", "The king is dead."]
+    context = "_partner_say Good morning!"  # no grounding header: the context is the dialogue line
+    scores = model.score([context], [candidates])[0]
+    assert torch.allclose(scores, 20.0 * by_hand(candidates) @ by_hand([context])[0], atol=1e-4)
+
+    model.save_pretrained(tmp_path / "mean")
+    again = BiRanker.from_pretrained(tmp_path / "mean")
+    assert again.hparams.pooling == "mean" and torch.allclose(again.score([context], [candidates])[0], scores, atol=1e-5)
+    with pytest.raises(ValueError, match="pooling must be one of"):
+        BiRanker(backbone=str(backbone), pooling="max")
+    with pytest.raises(ValueError, match="no projection"):
+        TextEncoder(encoder, tokenizer, dim=768, pooling="mean")
+
+
 def test_missing_backbones_fail_clearly(tmp_path):
     with pytest.raises(BackboneError, match="allow_download"):
         BiRanker(backbone=str(tmp_path / "no-such-model"))

@@ -82,17 +82,34 @@ def load_tokenizer(directory: Path):
     return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
 
 
-class TextEncoder(nn.Module):
-    """An encoder and its tokenizer. The first output token (``[CLS]``) represents the text,
-    as in the paper's bi- and cross-rankers; ``projection`` maps it to ``dim`` (``None``:
-    a scalar score, the cross-ranker's head)."""
+POOLINGS = ("cls", "mean")
+"""How a :class:`TextEncoder` turns its output tokens into one vector."""
 
-    def __init__(self, model: nn.Module, tokenizer, dim: int | None) -> None:
+
+class TextEncoder(nn.Module):
+    """An encoder and its tokenizer.
+
+    ``pooling="cls"``: the first output token (``[CLS]``) represents the text, as in the paper's
+    bi- and cross-rankers, and ``projection`` maps it to ``dim`` (``None``: a scalar score, the
+    cross-ranker's head). ``pooling="mean"``: the mean of the output tokens under the attention
+    mask, L2-normalised, with no projection (``dim`` must be the encoder's width): how sentence
+    encoders such as all-MiniLM-L6-v2 were trained, so two such vectors' dot product is the
+    cosine the encoder was trained to rank by, before any training here."""
+
+    def __init__(self, model: nn.Module, tokenizer, dim: int | None, pooling: str = "cls") -> None:
         super().__init__()
+        if pooling not in POOLINGS:
+            raise ValueError(f"pooling must be one of {POOLINGS}, got {pooling!r}")
         self.model = model
         self.tokenizer = tokenizer
+        self.pooling = pooling
         hidden = model.config.hidden_size
-        self.projection = nn.Linear(hidden, dim if dim is not None else 1)
+        if pooling == "mean":
+            if dim != hidden:
+                raise ValueError(f"mean pooling has no projection: dim must be the encoder's width {hidden}, got {dim}")
+            self.projection = None
+        else:
+            self.projection = nn.Linear(hidden, dim if dim is not None else 1)
 
     # ------------------------------------------------------------------ tokens
     def ids(self, texts: Sequence[str]) -> list[list[int]]:
@@ -145,11 +162,15 @@ class TextEncoder(nn.Module):
 
     # ------------------------------------------------------------------ encode
     def forward(self, tokens: dict[str, torch.Tensor]) -> torch.Tensor:
-        hidden = self.model(**tokens).last_hidden_state[:, 0]
+        states = self.model(**tokens).last_hidden_state
         # The head runs in fp32 even under bf16/fp16 autocast: a bf16 score keeps 8 bits of
         # mantissa, so close candidates would tie and ranking metrics would blur.
-        with torch.autocast(hidden.device.type, enabled=False):
-            return self.projection(hidden.float())
+        with torch.autocast(states.device.type, enabled=False):
+            if self.pooling == "mean":
+                mask = tokens["attention_mask"].unsqueeze(-1).float()
+                pooled = (states.float() * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+                return nn.functional.normalize(pooled, dim=-1)
+            return self.projection(states[:, 0].float())
 
 
 GROUNDING_PREFIXES = ("_task", "_setting_name", "_setting_desc", "_partner_name", "_self_name", "_self_persona",

@@ -49,6 +49,13 @@ class BiRanker(NeuralRanker):
     ``in_batch_negatives``, the batch's golds); ``False`` ranks it against the batch's golds only
     (ParlAI's ``--candidates batch``), which encodes one candidate per example instead of up
     to 20: twice the examples per second on a CPU core (measured in CHANGELOG).
+    ``pooling``: ``"cls"`` (the paper's: the first token through a new linear layer to
+    ``embedding_dim``) or ``"mean"`` (the sentence encoder's own head: mean over tokens,
+    L2-normalised, no new weights, ``embedding_dim`` is the encoder's width), with scores
+    ``score_scale`` times the cosine: an untrained mean-pooling ranker is the pretrained
+    encoder ranking by cosine, and training starts from it instead of from a random
+    projection. 20 is the scale sentence-transformers trains such encoders with; a bare cosine
+    in [-1, 1] would give the softmax loss almost flat targets.
     """
 
     inference_batch_size = 32
@@ -58,19 +65,24 @@ class BiRanker(NeuralRanker):
                  max_grounding_tokens: int = 128,
                  learning_rate: float = 5e-5, weight_decay: float = 0.01, in_batch_negatives: bool = True,
                  encode_batch_size: int = 128, cache_candidates: bool = True, allow_download: bool = False,
-                 own_negatives: bool = True) -> None:
+                 own_negatives: bool = True, pooling: str = "cls", score_scale: float = 20.0) -> None:
         super().__init__()
         if not (own_negatives or in_batch_negatives):
             raise ValueError("a bi-ranker needs negatives: own_negatives, in_batch_negatives or both")
+        if score_scale <= 0:
+            raise ValueError(f"score_scale must be positive, got {score_scale}")
         self.save_hyperparameters()
         context_model, tokenizer = load_encoder(backbone, backbone_config, allow_download)
-        self.context_encoder = TextEncoder(context_model, tokenizer, embedding_dim)
+        if pooling == "mean":  # no projection: the vectors are the encoder's own width
+            embedding_dim = self.hparams["embedding_dim"] = context_model.config.hidden_size
+        self.context_encoder = TextEncoder(context_model, tokenizer, embedding_dim, pooling)
         if shared_encoder:
             self.candidate_encoder = self.context_encoder
         else:
             candidate_model, _ = load_encoder(backbone, backbone_config, allow_download)
-            self.candidate_encoder = TextEncoder(candidate_model, tokenizer, embedding_dim)
+            self.candidate_encoder = TextEncoder(candidate_model, tokenizer, embedding_dim, pooling)
         self.hparams["backbone_config"] = context_model.config.to_dict()
+        self.context_scale = score_scale if pooling == "mean" else 1.0
         self.cache_candidates = cache_candidates
         self.candidate_cache = CandidateCache(self.candidate_encoder)
         self._index: RetrievalIndex | None = None
@@ -134,7 +146,7 @@ class BiRanker(NeuralRanker):
         """Context embeddings ``[N, D]`` (the latest ``max_context_tokens`` of each)."""
         ids = self._context_ids(list(texts))
         size = self.hparams.encode_batch_size
-        parts = [self.context_encoder(self._to_device(
+        parts = [self._encode_context_tokens(self._to_device(
             self.context_encoder.single(ids[i: i + size], self.hparams.max_context_tokens, keep="end")))
             for i in range(0, len(ids), size)]
         return torch.cat(parts) if parts else torch.zeros(0, self.hparams.embedding_dim, device=self.device)
@@ -152,8 +164,12 @@ class BiRanker(NeuralRanker):
         return self._encode_ids([ids[i] for i in index.tolist()])  # every example's list, as given
 
     # ------------------------------------------------------------------ scores
+    def _encode_context_tokens(self, tokens: dict[str, torch.Tensor]) -> torch.Tensor:
+        """Context vectors, scaled so that their dot product with a candidate is the score."""
+        return self.context_encoder(tokens) * self.context_scale
+
     def forward(self, batch: dict[str, Any]) -> torch.Tensor:
-        contexts = self.context_encoder(batch["context_tokens"])
+        contexts = self._encode_context_tokens(batch["context_tokens"])
         counts = batch["counts"]
         candidates = self._candidate_embeddings(batch)
         return pad_candidate_scores((contexts[candidate_owner(counts)] * candidates).sum(-1), counts)
@@ -161,7 +177,7 @@ class BiRanker(NeuralRanker):
     def training_scores(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor]:
         """Each context against the batch's distinct candidates; allowed are its own candidates
         and (with ``in_batch_negatives``) every example's gold."""
-        contexts = self.context_encoder(batch["context_tokens"])
+        contexts = self._encode_context_tokens(batch["context_tokens"])
         if not self.hparams.get("own_negatives", True):  # the batch's distinct golds only
             golds, targets = torch.unique(batch["gold_index"], return_inverse=True)
             ids = batch["candidate_ids"]
