@@ -91,11 +91,15 @@ def play(policy, examples, given_block: bool, batch_size: int = 256) -> dict[str
         "gold_block": round(float(gold.mean()), 3),
         "other_blocks": round(float((final - gold).mean()), 3),
         "only_gold_block_moved": round(float(torch.cat(only_gold).float().mean()), 3),
-        "first_move_gold_block": round(float(torch.cat(first_gold).float().mean()), 3),
+        "first_move_gold_block": _share(torch.cat(first_gold)),  # None when no episode moved
         "stop_rate": round(float(torch.cat(stopped).float().mean()), 3),
         "moves": round(float(torch.cat(moves).mean()), 2),
         "episodes": len(final),
     }
+
+
+def _share(flags: torch.Tensor) -> float | None:
+    return round(float(flags.float().mean()), 3) if len(flags) else None
 
 
 def main(argv=None) -> list[dict]:
@@ -128,12 +132,15 @@ def main(argv=None) -> list[dict]:
                 args.out.parent.mkdir(parents=True, exist_ok=True)
                 with args.out.open("a") as handle:
                     handle.write(line + "\n")
-            print(line if args.json else
-                  f"{name} ({mode}): {args.split} {result['final']:.3f} = gold block {result['gold_block']:.3f} "
-                  f"+ other blocks {result['other_blocks']:.3f}; only the gold block moved in "
-                  f"{result['only_gold_block_moved']:.0%}, first move on it in {result['first_move_gold_block']:.0%}",
-                  flush=True)
+            print(line if args.json else describe(result), flush=True)
     return results
+
+
+def describe(result: dict) -> str:
+    """One line for a terminal."""
+    return (f"{result['policy']} ({result['mode']}): {result['split']} {result['final']:.3f} = gold block "
+            f"{result['gold_block']:.3f} + other blocks {result['other_blocks']:.3f}; only the gold block moved in "
+            f"{result['only_gold_block_moved']:.0%}, first move on it in {result['first_move_gold_block'] or 0:.0%}")
 
 
 if __name__ == "__main__":
