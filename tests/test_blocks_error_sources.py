@@ -2,9 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
-
 import pytest
 import torch
 
@@ -12,15 +9,11 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.geometry import NUM_ACTIONS, NUM_DIRECTIONS, STOP
 from zoo.models.blocks_agent import BlocksAgent
 from zoo.models.blocks_baselines import DemonstrationPolicy, StopPolicy
-
-REPO = Path(__file__).resolve().parent.parent
+from tools_support import load_tool as load_any_tool
 
 
 def load_tool():
-    spec = importlib.util.spec_from_file_location("blocks_error_sources", REPO / "tools" / "blocks_error_sources.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return load_any_tool("blocks_error_sources")
 
 
 class AlwaysBlockZero(BlocksAgent):
