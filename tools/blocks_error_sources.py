@@ -29,10 +29,12 @@ from pathlib import Path
 
 import torch
 
-from zoo.blocks.geometry import BLOCK_SIZE, NUM_DIRECTIONS, STOP
+from zoo.blocks.board import distance_error
+from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
 
 GOLD_BLOCK_ONLY = "gold block given"
 AS_IS = "as is"
+NOT_MOVED = -2
 
 
 def gold_block_mask(main_block: torch.Tensor, n_actions: int = STOP + 1) -> torch.Tensor:
@@ -53,10 +55,10 @@ def play(policy, examples, given_block: bool, batch_size: int = 256) -> dict[str
     policy.eval()
     for start in range(0, len(examples), batch_size):
         batch = examples[start : start + batch_size]
-        touched_other, first_block = None, None
+        touched_other = torch.zeros(len(batch), dtype=torch.bool)  # moved a block other than the gold one
+        first_block = torch.full((len(batch),), NOT_MOVED)  # the block of each episode's first move
 
         def choose(observation):
-            nonlocal touched_other, first_block
             scores = policy.score(observation).float()
             running = ~runner.env.done
             main = runner.env.boards.main_block[running].to(scores.device)
@@ -64,12 +66,9 @@ def play(policy, examples, given_block: bool, batch_size: int = 256) -> dict[str
                 scores = scores.masked_fill(~gold_block_mask(main), float("-inf"))
             action = scores.argmax(dim=-1).cpu()
             block = torch.where(action == STOP, -1, action // NUM_DIRECTIONS)
-            if touched_other is None:
-                touched_other = torch.zeros(len(runner.env.done), dtype=torch.bool)
-                first_block = torch.full((len(runner.env.done),), -2)
             rows = running.nonzero().squeeze(1).cpu()
             touched_other[rows] |= (block >= 0) & (block != main.cpu())
-            fresh = (first_block[rows] == -2) & (block >= 0)
+            fresh = (first_block[rows] == NOT_MOVED) & (block >= 0)
             first_block[rows[fresh]] = block[fresh]
             return action.to(observation.previous_action.device)
 
@@ -77,11 +76,11 @@ def play(policy, examples, given_block: bool, batch_size: int = 256) -> dict[str
         env = runner.env
         main = env.boards.main_block
         rows = torch.arange(len(main))
-        gold_distance = (env.positions[rows, main] - env.boards.goal[rows, main]).norm(dim=-1) / BLOCK_SIZE
+        gold_only = (rows[:, None], main[:, None])  # [B, 1, 2]: the metric over the gold block alone
         final.append(env.error().float())
-        gold.append(gold_distance.float())
+        gold.append(distance_error(env.positions[gold_only], env.boards.goal[gold_only]).float())
         only_gold.append(~touched_other)
-        first_gold.append((first_block == main)[first_block != -2])
+        first_gold.append((first_block == main)[first_block != NOT_MOVED])
         stopped.append(env.stopped)
         moves.append(env.moves_taken.float())
     final, gold = torch.cat(final), torch.cat(gold)
