@@ -510,6 +510,29 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
     assert "--speech-shard need --speech llm" in capsys.readouterr().err
 
 
+def test_cli_a_shards_chats_make_a_corpus_of_their_own(tiny_model, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
+    lines = tmp_path / "lines.jsonl"
+    command = ["light", "sim", "--preset", "tiny", "--world", "authored", "--speech", "llm",
+               "--speech-model", str(tiny_model), "--line-cache", str(lines)]
+    assert main([*command, "--out", str(tmp_path / "whole")]) == 0
+    whole = load_sim_corpus(tmp_path / "whole")
+    # Shards 0/4 and 2/4 are written (two cores); their union is shard 0/2, whose corpus is then
+    # written from their lines without a model call: every second chat of each split, whole.
+    for shard in ("0/4", "2/4"):
+        assert main([*command, "--out", str(tmp_path / "unused"), "--speech-shard", shard]) == 0
+    capsys.readouterr()
+    assert main([*command, "--out", str(tmp_path / "half"), "--speech-shard", "0/2", "--shard-corpus"]) == 0
+    printed = capsys.readouterr().out
+    assert printed.startswith(f"{LABEL_V2}, chats 0/2 corpus") and ", 0 written by the model" in printed
+    half, manifest = load_sim_corpus(tmp_path / "half"), load_manifest(tmp_path / "half")
+    assert {split: half[split] for split in half} == {split: whole[split][::2] for split in whole}
+    assert manifest["shard"] == "0/2" and manifest["layout"] == "splits" and "i % 2 == 0" in manifest["note"]
+    assert LightDataModule(source="sim", sim_dir=tmp_path / "half").label == f"{LABEL_V2}, chats 0/2"
+    assert main([*command, "--out", str(tmp_path / "bad"), "--shard-corpus"]) == 2
+    assert "--shard-corpus needs --speech-shard" in capsys.readouterr().err
+
+
 def test_cli_sampling_options_are_part_of_each_lines_cache_key(tiny_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
     command = ["light", "sim", "--preset", "tiny", "--world", "authored", "--speech", "llm",

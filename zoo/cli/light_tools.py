@@ -93,6 +93,10 @@ def add_sim_command(commands) -> None:
                      help="with --speech llm: write only the lines of chats i with i %% N == K, to their own line-cache "
                      "file beside --line-cache, and no corpus; N such processes may run at once (one per core), then "
                      "the same command without --speech-shard reads every shard's lines and writes the corpus")
+    sim.add_argument("--shard-corpus", action="store_true",
+                     help="with --speech-shard K/N: write that shard's chats to --out as a corpus of their own (a "
+                     "random 1/N of every split, whole dialogues, labelled as such), to measure a large corpus from "
+                     "its first shards; 0/4 reads the lines 0/8 and 4/8 wrote")
     sim.add_argument("--threads", type=int, default=None, help="torch CPU threads for the speech model")
     sim.add_argument("--json", action="store_true", help="print the manifest as JSON last")
     sim.set_defaults(handler=run_sim)
@@ -117,6 +121,8 @@ def run_sim(args) -> int:
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
         shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
+        if args.shard_corpus and shard is None:
+            raise ValueError("--shard-corpus needs --speech-shard K/N (the chats to write)")
         config = SimConfig.preset(args.preset, seed=args.seed, world=args.world, speech=args.speech,
                                   speech_model=args.speech_model, speech_dtype=args.speech_dtype,
                                   speech_memories=args.speech_memories)
@@ -127,13 +133,15 @@ def run_sim(args) -> int:
         with _progress_lines():
             splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines)
         seconds = time.perf_counter() - start
-        if shard is not None:
+        if shard is not None and not args.shard_corpus:
             return _report_shard(shard, extra["speech"], seconds, args.json)
-        directory = write_corpus(splits, args.out, config, world, extra)
+        if shard is not None:
+            splits = {split: shard.select(episodes) for split, episodes in splits.items()}
+        directory = write_corpus(splits, args.out, config, world, extra, shard)
     except (LightDataError, OSError, ValueError, LanguageModelMissing) as error:
         return _fail("light sim", error)
     manifest = load_manifest(directory)
-    print(f"{config.label} corpus ({world.source} world) written to {directory}: "
+    print(f"{manifest['label']} corpus ({world.source} world) written to {directory}: "
           + ", ".join(f"{k} {v}" for k, v in manifest["dialogues"].items()) + f" dialogues in {seconds:.1f}s")
     if "speech" in manifest:
         speech = manifest["speech"]

@@ -101,6 +101,12 @@ class SpeechShard:
     def owns(self, episode: int) -> bool:
         return episode % self.count == self.index
 
+    def select(self, episodes: Sequence[Episode]) -> list[Episode]:
+        """This shard's chats of a split, in order: a random ``1/count`` of them (the simulator
+        draws every chat alike), whole dialogues, so a corpus of them measures what the full
+        corpus will show before the other shards are written."""
+        return [episode for i, episode in enumerate(episodes) if self.owns(i)]
+
     def __str__(self) -> str:
         return f"{self.index}/{self.count}"
 

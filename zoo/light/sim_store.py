@@ -9,6 +9,7 @@ import logging
 import os
 from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from zoo.light.environment import load_world
 from zoo.light.records import Episode
@@ -40,28 +41,35 @@ def release_order(splits: dict[str, list[Episode]]) -> list[Episode]:
 
 
 def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike, config: SimConfig,
-                 world: World, extra: dict | None = None) -> Path:
+                 world: World, extra: dict | None = None, shard: Any = None) -> Path:
     """Write a corpus (release layout when the sizes allow, else one pickle per split) and its
-    manifest, into a temporary sibling first so a crash never leaves half a corpus."""
+    manifest, into a temporary sibling first so a crash never leaves half a corpus. With a
+    ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`), ``splits`` hold only its chats:
+    one pickle per split, and the label and manifest say which part of ``config``'s corpus it is."""
     from zoo.files import replace_directory
 
     directory = Path(directory)
+    release = config.release_layout and shard is None
+    label = config.label if shard is None else f"{config.label}, chats {shard}"
     with replace_directory(directory) as staging:
-        if config.release_layout:
+        if release:
             dump_pickle([e.to_raw() for e in release_order(splits)], staging / "light_data.pkl")
             dump_pickle([e.to_raw() for e in splits["test_unseen"]], staging / "light_unseen_data.pkl")
         else:
             for split, episodes in splits.items():
                 dump_pickle([e.to_raw() for e in episodes], staging / f"light_sim_{split}.pkl")
         manifest = {
-            "label": config.label,
+            "label": label,
             "note": f"{config.label} is a generated stand-in for the LIGHT dialogues, not LIGHT itself."
                     + (" Its speech is written by a small language model (zoo.light.sim_llm_speech)."
-                       if config.speech == "llm" else ""),
+                       if config.speech == "llm" else "")
+                    + (f" Only the chats i with i % {shard.count} == {shard.index} of each split of the corpus that"
+                       " config makes." if shard is not None else ""),
             "version": SIM_VERSION,
             "config": asdict(config),
+            **({"shard": str(shard)} if shard is not None else {}),
             "world": world.summary(),
-            "layout": "release" if config.release_layout else "splits",
+            "layout": "release" if release else "splits",
             "dialogues": {split: len(episodes) for split, episodes in splits.items()},
             **(extra or {}),
         }
