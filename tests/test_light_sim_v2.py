@@ -367,6 +367,14 @@ def test_clean_line_post_processing():
     assert clean_line("The painter is late today.", names=names) == "The painter is late today."
     assert clean_line("The king, I sense your fear.", names=names) == "The king, I sense your fear."  # not theirs
     assert clean_line("They: I am fine, thanks.", names=names) == "I am fine, thanks."
+    # The model labels its own line: one word, a noun phrase or a saying frame before a colon goes.
+    for labelled in ("I: I have seen him before.", "She: I have seen him before.", "Kathryn: I have seen him before.",
+                     "The old man: I have seen him before.", "The king said: I have seen him before.",
+                     "I would say: I have seen him before."):
+        assert clean_line(labelled, names=names) == "I have seen him before.", labelled
+    assert clean_line("They did this: hit the wolf, the brute.", names=names,
+                      asked="They did this: hit the wolf.") == "Hit the wolf, the brute."  # the prompt's frame
+    assert clean_line("Meet me at 10:30 by the well.", names=names) == "Meet me at 10:30 by the well."
     assert clean_line("The conversation has ended.", names=names) is None  # narration of the prompt
     assert clean_line("The conversation is over. Farewell, friend.", names=names) == "Farewell, friend."
 

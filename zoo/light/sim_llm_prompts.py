@@ -95,6 +95,16 @@ PROMPT_FRAME = re.compile(r"^(?:you are (?:in|talking with)\b|what do you, |one 
                           re.IGNORECASE)
 """Sentences that repeat the prompt's own frames ("One or two sentences.", "You are in the Pond.") or
 narrate the prompt's dialogue ("The conversation has ended.": 2.8% of version 2's `tiny` lines)."""
+LEADING_LABEL = re.compile(r"^\s*([^:.!?\n]{1,40}?)\s*:\s+(?=\S)")
+"""Up to 40 characters and a colon (then a space) opening a line: ``She: I will keep going.``"""
+SPEAKER_LABEL = re.compile(r"^(?:[^\s,]+|(?:the|a|an|your|my|our|their|his|her|to|one)\s.+|"
+                           r"(?:\S+\s+){0,3}(?:says?|said|speaks|answers?|repl(?:y|ies|ied)|tells? (?:them|him|her|you)))$",
+                           re.IGNORECASE)
+"""Which leading labels are the model labelling its line, not speech: one word (``I:``, ``She:``,
+``Kathryn:``), a noun phrase (``The old man:``, ``Your Majesty:``, ``To everyone:``) or a saying
+frame (``The king said:``, ``I say:``). Speech version 2 kept them unless they named a character
+of the chat: 5.2% of the lines of `small` at temperature 0.9 opened with one, ``I:`` alone 1.9%.
+A clause with a verb of its own (``I tell you this: the king is dead.``) keeps its words."""
 NOT_SPEECH = re.compile(r"\b(as an ai|language model|assistant|the user|in character|narration|roleplay)\b",
                         re.IGNORECASE)
 
@@ -211,6 +221,7 @@ def clean_line(text: str, said: Sequence[str] = (), names: Sequence[str] = (), a
     prefix = role_prefix(names)
     for _ in range(2):
         text = prefix.sub("", text, count=1).strip()
+    text = drop_leading_label(text, asked)
     text = STAGE_DIRECTION.sub(" ", text)
     text = " ".join(text.replace('"', " ").replace("\u201c", " ").replace("\u201d", " ").split()).strip(" '")
     if names:
@@ -229,6 +240,15 @@ def clean_line(text: str, said: Sequence[str] = (), names: Sequence[str] = (), a
         return None
     if _normal(text) in {_normal(s) for s in said}:
         return None
+    return text
+
+
+def drop_leading_label(text: str, asked: str = "") -> str:
+    """``text`` without a label opening it (:data:`SPEAKER_LABEL`), or one the prompt holds
+    (``They did this:``, the prompt's own frame for what just happened)."""
+    label = LEADING_LABEL.match(text)
+    if label and (SPEAKER_LABEL.match(label.group(1)) or label.group(1).lower() in asked.lower()):
+        return text[label.end():]
     return text
 
 

@@ -48,9 +48,10 @@ from zoo.light.sim_llm_prompts import (
 log = logging.getLogger("zoo.progress")
 
 LABEL = "LIGHT-sim v2"
-SPEECH_VERSION = "2"
+SPEECH_VERSION = "3"
 """Bumped whenever prompts or post-processing change, so cached corpora are rebuilt. 2: the partner
-is "them" in instructions and dialogue labels, and a leading vocative is cut (fewer names)."""
+is "them" in instructions and dialogue labels, and a leading vocative is cut (fewer names). 3: a
+label opening a line is cut (``I: ...``, ``The old man: ...``; :func:`~zoo.light.sim_llm_prompts.drop_leading_label`)."""
 ATTEMPTS = 2
 """Samples per line before the template line is kept instead."""
 FLUSH_EVERY = 4
