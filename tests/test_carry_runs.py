@@ -61,6 +61,21 @@ def test_a_save_replaces_the_carried_set_so_finished_runs_drop_out(tmp_path, car
         "runs/b/last.ckpt": {"sha256": carry.sha256(tmp_path / "runs/b/last.ckpt"), "bytes": 1}}
 
 
+def test_a_mid_session_save_with_keep_refreshes_one_run_and_keeps_the_others(tmp_path, carry):
+    write(tmp_path / "runs/a/last.ckpt", b"a, epoch 1")
+    write(tmp_path / "runs/b/last.ckpt", b"b")
+    carry.save(tmp_path, ["runs/a/last.ckpt", "runs/b/last.ckpt"])
+    (tmp_path / "runs/b/last.ckpt").unlink()  # b finished and was cleaned up here; its carried copy stays
+    write(tmp_path / "runs/a/last.ckpt", b"a, epoch 2")
+    carry.main(["--root", str(tmp_path), "save", "--keep", "runs/a/last.ckpt"])
+
+    manifest = json.loads((tmp_path / "carried/MANIFEST.json").read_text())
+    assert sorted(manifest) == ["runs/a/last.ckpt", "runs/b/last.ckpt"]
+    assert (tmp_path / "carried/runs/a/last.ckpt").read_bytes() == b"a, epoch 2"
+    assert manifest["runs/a/last.ckpt"]["sha256"] == carry.sha256(tmp_path / "runs/a/last.ckpt")
+    assert (tmp_path / "carried/runs/b/last.ckpt").read_bytes() == b"b"
+
+
 def test_only_run_state_is_carried_and_a_corrupt_copy_is_refused(tmp_path, carry):
     write(tmp_path / "README.md", b"not a run")
     with pytest.raises(SystemExit, match="not inside"):

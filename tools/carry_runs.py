@@ -11,8 +11,10 @@ next session puts them back before relaunching:
     python tools/carry_runs.py restore        # next session, before tools/launch_run.sh
 
 ``save`` replaces the carried set with exactly the paths it is given (files, or folders
-copied whole), so finished runs drop out of it; ``carried/MANIFEST.json`` lists each file's
-sha256. ``restore`` copies a file back only where ``runs/`` lacks it, checks its sha256, and
+copied whole), so finished runs drop out of it; ``save --keep`` adds or refreshes the paths
+given and keeps every other carried file, the short form for carrying a running job's progress
+mid-session (a session cut off before its end loses only what changed since). ``carried/MANIFEST.json``
+lists each file's sha256. ``restore`` copies a file back only where ``runs/`` lacks it, checks its sha256, and
 never overwrites: a run that moved on here keeps its newer state.
 """
 
@@ -56,7 +58,8 @@ def files_under(root: Path, given: list[str]) -> list[Path]:
     return found
 
 
-def save(root: Path, given: list[str]) -> dict:
+def save(root: Path, given: list[str], keep: bool = False) -> dict:
+    """Writes carried/ anew from the files given; with keep, the carried files not given stay."""
     carried = root / "carried"
     if carried.exists() and not (carried / MANIFEST).is_file():
         raise SystemExit(f"carry_runs: {carried} exists without {MANIFEST}; not replacing a folder zoo did not write")
@@ -65,6 +68,13 @@ def save(root: Path, given: list[str]) -> dict:
     if staging.exists():
         shutil.rmtree(staging)
     entries = {}
+    if keep and carried.exists():
+        kept = json.loads((carried / MANIFEST).read_text())
+        for relative, entry in kept.items():
+            target = staging / relative
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(carried / relative, target)
+            entries[relative] = entry
     for path in files:
         relative = path.relative_to(root.resolve()).as_posix()
         target = staging / relative
@@ -105,10 +115,12 @@ def main(argv: list[str] | None = None) -> None:
     commands = parser.add_subparsers(dest="command", required=True)
     saving = commands.add_parser("save", help="replace carried/ with these run files and folders")
     saving.add_argument("paths", nargs="+")
+    saving.add_argument("--keep", action="store_true",
+                        help="add or refresh these paths and keep every other carried file")
     commands.add_parser("restore", help="copy carried files back where runs/ lacks them")
     args = parser.parse_args(argv)
     if args.command == "save":
-        entries = save(args.root, args.paths)
+        entries = save(args.root, args.paths, keep=args.keep)
         total = sum(e["bytes"] for e in entries.values())
         print(f"carried {len(entries)} files, {total / 2**20:.1f} MiB, into {args.root / 'carried'}; commit it")
     else:
