@@ -30,6 +30,8 @@ def test_eval_reproduces_the_papers_baselines(capsys, model, split, mean, median
     assert result["median"] == pytest.approx(median, abs=0.02)
     assert result["data"] == "real"
     assert {"min_mean", "min_median", "n"} <= result.keys()
+    # the mean's bootstrap interval over episodes: around the mean, a fraction of a block wide
+    assert result["mean_low"] < result["mean"] < result["mean_high"] < result["mean_low"] + 0.5
 
 
 @requires_real_blocks

@@ -32,11 +32,15 @@ class DistanceError(Metric):
         self.final.append(final_error)
         self.minimum.append(min_error)
 
-    def compute(self) -> dict[str, torch.Tensor]:
+    def final_errors(self) -> torch.Tensor:
+        """Every episode's final error, in update order (for intervals over episodes)."""
         # a list of per-batch tensors, or one tensor once gathered over DDP ranks
         if isinstance(self.final, list) and not self.final:
             raise ValueError("DistanceError.compute() called before any update()")
-        final, minimum = dim_zero_cat(self.final), dim_zero_cat(self.minimum)
+        return dim_zero_cat(self.final)
+
+    def compute(self) -> dict[str, torch.Tensor]:
+        final, minimum = self.final_errors(), dim_zero_cat(self.minimum)
         return {
             "mean": final.mean(),
             "median": final.quantile(0.5),

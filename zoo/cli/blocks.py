@@ -58,6 +58,7 @@ def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
 def run_eval(args) -> int:
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.blocks.sources import open_split
+    from zoo.bootstrap import Bootstrap
 
     split, source = open_split(args.split, args.data_dir, args.download)
     policy = load_policies(args.model, args.seed)
@@ -66,11 +67,12 @@ def run_eval(args) -> int:
 
         check_replaceable(args.save)  # before the evaluation, not after
     examples = split.examples[: args.limit] if args.limit else split.examples
-    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True)
+    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, interval=Bootstrap())
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
     # With --json, stdout holds the JSON object alone; the human line goes to stderr.
-    print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} / "
+    print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} "
+          f"[95% {result['mean_low']:.3f}, {result['mean_high']:.3f}] / "
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
           f"median {result['min_median']:.3f}; {summary['n']} episodes ({result['stop_rate']:.0%} ended by STOP), "
           f"{result['steps']} steps in "
