@@ -130,3 +130,27 @@ def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(cap
         main(["eval", "blocks", "--model", str(tmp_path / "notes.ckpt"), "--limit", "2"])
     assert exit.value.code == 2
     assert "not a BlockPolicy training checkpoint" in capsys.readouterr().err
+
+
+def test_eval_versus_pairs_two_policies_on_the_same_episodes(capsys, tmp_path, monkeypatch):
+    """Staying put against the demonstrations: every episode's error is the stop policy's
+    minus the demonstrations', so the paired difference is positive and its interval excludes 0;
+    a policy against itself differs by exactly nothing."""
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))  # procedural boards
+    assert main(["eval", "blocks", "--model", "stop", "--versus", "demonstrations", "--limit", "12", "--json"]) == 0
+    result = last_json(capsys)
+    versus = result["versus"]
+    assert versus["model"] == "demonstrations"
+    assert versus["difference"] == pytest.approx(result["mean"] - versus["mean"])
+    assert 0 < versus["ci95"][0] <= versus["difference"] <= versus["ci95"][1]
+
+    assert main(["eval", "blocks", "--model", "stop", "--versus", "stop", "--limit", "12", "--json"]) == 0
+    same = last_json(capsys)["versus"]
+    assert same["difference"] == 0 and same["ci95"] == [0, 0]
+
+
+def test_paired_bootstrap_refuses_values_of_different_examples():
+    from zoo.bootstrap import Bootstrap
+
+    with pytest.raises(ValueError, match="same examples"):
+        Bootstrap(10).paired([1.0, 2.0], [1.0])

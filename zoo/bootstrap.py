@@ -48,6 +48,14 @@ class Bootstrap:
         low, high = np.percentile(means, [tail, 100 - tail])
         return float(low), float(high)
 
+    def paired(self, first: Sequence[float], second: Sequence[float]) -> tuple[float, tuple[float, float]]:
+        """The mean of ``first - second`` over the same examples and its interval: each resample
+        takes the same examples for both, so what the two share does not widen it."""
+        if len(first) != len(second):
+            raise ValueError(f"paired values need the same examples, got {len(first)} and {len(second)}")
+        difference = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
+        return float(difference.mean()), self.interval(difference)
+
     def describe(self) -> dict:
         """How the intervals were made, for a result's JSON."""
         return {"method": "percentile bootstrap over examples", "resamples": self.resamples,

@@ -48,19 +48,22 @@ def evaluate_policy(
     runner: EpisodeRunner | None = None,
     progress: bool = True,
     interval: Bootstrap | None = None,
+    metric: DistanceError | None = None,
 ) -> dict[str, float]:
     """Mean/median final distance error and closest approach over ``examples``, plus
     ``stop_rate``: the share of episodes the policy ended with STOP before the horizon (a
     policy that never stops keeps moving the block until its 40th move). With ``interval``,
     also ``mean_low`` and ``mean_high``: the bootstrap interval of the mean error over
     episodes, to tell whether a gap to another figure (the paper's, another policy's) is more
-    than the split's sampling noise.
+    than the split's sampling noise. ``metric``: a fresh :class:`DistanceError` to fill, for a
+    caller that wants every episode's error afterwards (``metric.final_errors()``: a paired
+    comparison of two policies on the same episodes).
 
     Every example is an episode; averaging over all of them equals the paper's
     per-transition average because every transition has nine instructions (spec §5.3).
     """
     runner = runner or EpisodeRunner()
-    metric = DistanceError()
+    metric = DistanceError() if metric is None else metric
     if not examples:
         raise ValueError("no examples to evaluate on")
     if batch_size < 1:

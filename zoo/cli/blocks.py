@@ -23,6 +23,9 @@ def add_commands(commands, eval_domains) -> None:
     evaluate.add_argument("--save", type=Path, default=None,
                           help="also write the evaluated policy as a save_pretrained directory (several models: "
                           "the ensemble, one model to release)")
+    evaluate.add_argument("--versus", nargs="+", metavar="MODEL",
+                          help="a second policy (any --model value; several: an ensemble): also report the first's "
+                          "mean error minus the second's over the same episodes, with a paired bootstrap interval")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
     evaluate.set_defaults(handler=run_eval)
 
@@ -59,6 +62,7 @@ def run_eval(args) -> int:
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.blocks.sources import open_split
     from zoo.bootstrap import Bootstrap
+    from zoo.metrics import DistanceError
 
     split, source = open_split(args.split, args.data_dir, args.download)
     policy = load_policies(args.model, args.seed)
@@ -66,17 +70,30 @@ def run_eval(args) -> int:
         from zoo.files import check_replaceable
 
         check_replaceable(args.save)  # before the evaluation, not after
+    other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
     examples = split.examples[: args.limit] if args.limit else split.examples
-    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, interval=Bootstrap())
+    bootstrap, errors = Bootstrap(), DistanceError()
+    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, interval=bootstrap,
+                             metric=errors)
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
+    versus = ""
+    if other is not None:
+        other_errors = DistanceError()
+        other_result = evaluate_policy(other, examples, batch_size=args.batch_size, progress=True, metric=other_errors)
+        difference, (low, high) = bootstrap.paired(errors.final_errors().tolist(), other_errors.final_errors().tolist())
+        summary["versus"] = {"model": " + ".join(args.versus), "mean": other_result["mean"],
+                             "median": other_result["median"], "difference": difference, "ci95": [low, high],
+                             "bootstrap": bootstrap.describe()}
+        versus = (f"; minus {summary['versus']['model']} ({other_result['mean']:.3f}): {difference:+.3f} "
+                  f"[{low:+.3f}, {high:+.3f}] paired")
     # With --json, stdout holds the JSON object alone; the human line goes to stderr.
     print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} "
           f"[95% {result['mean_low']:.3f}, {result['mean_high']:.3f}] / "
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
           f"median {result['min_median']:.3f}; {summary['n']} episodes ({result['stop_rate']:.0%} ended by STOP), "
           f"{result['steps']} steps in "
-          f"{result['seconds']:.1f}s", file=sys.stderr if args.json else sys.stdout)
+          f"{result['seconds']:.1f}s{versus}", file=sys.stderr if args.json else sys.stdout)
     if args.save is not None:
         policy.save_pretrained(args.save)
         print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
