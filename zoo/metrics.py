@@ -36,7 +36,7 @@ class DistanceError(Metric):
         """Every episode's final error, in update order (for intervals over episodes)."""
         # a list of per-batch tensors, or one tensor once gathered over DDP ranks
         if isinstance(self.final, list) and not self.final:
-            raise ValueError("DistanceError.compute() called before any update()")
+            raise ValueError("DistanceError read before any update()")
         return dim_zero_cat(self.final)
 
     def compute(self) -> dict[str, torch.Tensor]:

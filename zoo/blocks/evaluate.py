@@ -9,7 +9,6 @@ import torch
 
 from zoo.blocks.records import Example
 from zoo.blocks.rollout import EpisodeRunner
-from zoo.bootstrap import Bootstrap
 from zoo.metrics import DistanceError
 from zoo.progress import CountProgress
 
@@ -47,17 +46,13 @@ def evaluate_policy(
     batch_size: int = 256,
     runner: EpisodeRunner | None = None,
     progress: bool = True,
-    interval: Bootstrap | None = None,
     metric: DistanceError | None = None,
 ) -> dict[str, float]:
     """Mean/median final distance error and closest approach over ``examples``, plus
     ``stop_rate``: the share of episodes the policy ended with STOP before the horizon (a
-    policy that never stops keeps moving the block until its 40th move). With ``interval``,
-    also ``mean_low`` and ``mean_high``: the bootstrap interval of the mean error over
-    episodes, to tell whether a gap to another figure (the paper's, another policy's) is more
-    than the split's sampling noise. ``metric``: a fresh :class:`DistanceError` to fill, for a
-    caller that wants every episode's error afterwards (``metric.final_errors()``: a paired
-    comparison of two policies on the same episodes).
+    policy that never stops keeps moving the block until its 40th move). ``metric``: a fresh
+    :class:`DistanceError` to fill, for a caller that wants every episode's error afterwards
+    (``metric.final_errors()``: an interval over episodes, a paired comparison of two policies).
 
     Every example is an episode; averaging over all of them equals the paper's
     per-transition average because every transition has nine instructions (spec §5.3).
@@ -81,7 +76,5 @@ def evaluate_policy(
         report.advance(len(batch))
     report.close()
     result = {key: float(value) for key, value in metric.compute().items()}
-    if interval is not None:
-        result["mean_low"], result["mean_high"] = interval.interval(metric.final_errors().tolist())
     result.update(steps=steps, stop_rate=stopped / len(examples), seconds=round(time.perf_counter() - started, 3))
     return result

@@ -73,8 +73,9 @@ def run_eval(args) -> int:
     other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
     examples = split.examples[: args.limit] if args.limit else split.examples
     bootstrap, errors = Bootstrap(), DistanceError()
-    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, interval=bootstrap,
-                             metric=errors)
+    result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, metric=errors)
+    # the mean's interval over episodes: is a gap to another figure more than the split's noise?
+    result["mean_low"], result["mean_high"] = bootstrap.interval(errors.final_errors().tolist())
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
     versus = ""

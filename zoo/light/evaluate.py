@@ -92,10 +92,9 @@ def paired_difference(first: dict[str, torch.Tensor], second: dict[str, torch.Te
     the paired interval of the difference is much narrower when the models agree on most cases."""
     if len(first["hit"]) != len(second["hit"]):
         raise ValueError(f"the two models were scored on {len(first['hit'])} and {len(second['hit'])} examples")
-    difference = (first["hit"] - second["hit"]).numpy()
-    low, high = bootstrap.interval(difference)
+    difference, (low, high) = bootstrap.paired(first["hit"].tolist(), second["hit"].tolist())
     key = f"ci{round(bootstrap.level * 100):d}"
-    return {metric: round(float(second["hit"].mean()), 6), "difference": round(float(difference.mean()), 6),
+    return {metric: round(float(second["hit"].mean()), 6), "difference": round(difference, 6),
             key: [round(low, 6), round(high, 6)], "bootstrap": bootstrap.describe()}
 
 
