@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict, replace
+from pathlib import Path
 
 import pytest
 import torch
@@ -539,6 +540,13 @@ def test_cli_a_shards_chats_make_a_corpus_of_their_own(tiny_model, tmp_path, mon
     assert LightDataModule(source="sim", sim_dir=tmp_path / "half").label == f"{LABEL_V2}, chats 0/2"
     assert main([*command, "--out", str(tmp_path / "bad"), "--shard-corpus"]) == 2
     assert "--shard-corpus needs --speech-shard" in capsys.readouterr().err
+    # Quarters written as corpora of their own are measured as the half they make (the vocabulary
+    # tool's DIR1+DIR2): the same dialogues, the first quarter's first.
+    for shard in ("0/4", "2/4"):
+        assert main([*command, "--out", str(tmp_path / shard.replace("/", "of")), "--speech-shard", shard,
+                     "--shard-corpus"]) == 0
+    union = vocabulary_tool().load_corpora(f"{tmp_path / '0of4'}+{tmp_path / '2of4'}")
+    assert {split: union[split] for split in union} == {split: whole[split][::4] + whole[split][2::4] for split in whole}
 
 
 def test_cli_sampling_options_are_part_of_each_lines_cache_key(tiny_model, tmp_path, monkeypatch, capsys):
@@ -665,15 +673,21 @@ def test_the_names_probe_removes_only_the_chats_own_character_names():
     assert lines == ["you say. A noble creature!", None, "are my friends, and the king is not."]
 
 
-def test_the_vocabulary_projection_holds_the_last_doublings_exponent_to_the_real_training_size():
+def vocabulary_tool():
+    """``tools/light_vocab_growth.py`` as a module (tools are scripts, not a package)."""
     import importlib.util
-    import math
-    from pathlib import Path
 
     path = Path(__file__).resolve().parent.parent / "tools" / "light_vocab_growth.py"
     spec = importlib.util.spec_from_file_location("light_vocab_growth", path)
     tool = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(tool)
+    return tool
+
+
+def test_the_vocabulary_projection_holds_the_last_doublings_exponent_to_the_real_training_size():
+    import math
+
+    tool = vocabulary_tool()
     # A corpus whose vocabulary doubles with every fourfold of utterances (exponent 0.5) until 4,000,
     # then grows by 1.3x per doubling (exponent 0.379): the projection holds the last doubling's 0.379.
     growth = {1000: 2000, 2000: 2828, 4000: 4000, 8000: 5200}

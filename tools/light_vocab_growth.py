@@ -18,6 +18,9 @@ The real fixture (nine dialogues, 86 real utterances) gives one real point where
 dialogues drawn at random from all its splits), where people's variety is known: how many
 distinct words, and how many of those are in no list of words people use (``unknown``).
 Prints one JSON line per corpus.
+
+``LABEL=DIR1+DIR2`` measures shard corpora (``zoo light sim --shard-corpus``, disjoint random
+chats) as one: their splits concatenated, so two quarters are measured as the half they make.
 """
 
 from __future__ import annotations
@@ -57,6 +60,16 @@ def projection(growth: dict[int, int], exponents: list[tuple[int, int, float]], 
     start = tail[0][0]
     beta = math.log(growth[last] / growth[start]) / math.log(last / start)
     return growth[last] * (REAL_TRAIN_UTTERANCES / last) ** beta
+
+
+def load_corpora(directories: str) -> dict[str, list]:
+    """The splits of one corpus, or of several ``+``-joined shard corpora concatenated in the
+    order given (each split's chats are a random share of the whole, so the union is a larger one)."""
+    splits: dict[str, list] = {}
+    for directory in directories.split("+"):
+        for split, episodes in load_sim_corpus(directory).items():
+            splits.setdefault(split, []).extend(episodes)
+    return splits
 
 
 def fixture_speech() -> list[list[str]] | None:
@@ -129,7 +142,7 @@ def plot(rows: list[dict], real: tuple[int, int] | None, path: Path) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("corpora", nargs="+", metavar="LABEL=DIR", help="a LIGHT-sim corpus directory and its label")
+    parser.add_argument("corpora", nargs="+", metavar="LABEL=DIR", help="a LIGHT-sim corpus directory and its label; DIR1+DIR2 for shard corpora measured as one")
     parser.add_argument("--json", type=Path, help="also write the JSON lines here")
     parser.add_argument("--plot", type=Path, help="write the growth curves (PNG) here")
     args = parser.parse_args(argv)
@@ -141,7 +154,7 @@ def main(argv: list[str] | None = None) -> int:
         if not sep:
             parser.error(f"expected LABEL=DIR, got {item!r}")
         try:
-            splits = load_sim_corpus(directory)
+            splits = load_corpora(directory)
             train = splits["train"]
         except (OSError, ValueError, KeyError) as error:
             print(f"light_vocab_growth: {directory}: {error}", file=sys.stderr)
