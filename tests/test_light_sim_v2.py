@@ -22,6 +22,7 @@ from zoo.light.llm_writer import (
     LanguageModelMissing,
     Sampling,
     nucleus_sample,
+    penalise_tokens,
     resolve_model_path,
 )
 from zoo.light.sim import (
@@ -570,6 +571,43 @@ def test_cli_sampling_options_are_part_of_each_lines_cache_key(tiny_model, tmp_p
 
 def speech_of(directory):
     return {split: speech(load_sim_corpus(directory), split) for split in ("train", "test")}
+
+
+def test_a_token_said_twice_is_penalised_once_and_rows_without_tokens_stay_as_they_are():
+    import torch
+
+    logits = torch.tensor([[2.0, -1.0, 4.0, 0.5], [1.0, 1.0, 1.0, 1.0], [3.0, 3.0, -3.0, 3.0]])
+    out = penalise_tokens(logits, [[2, 2, 1], [], [0]], penalty=2.0)
+    assert out.tolist() == [[2.0, -2.0, 2.0, 0.5], [1.0, 1.0, 1.0, 1.0], [1.5, 3.0, -3.0, 3.0]]
+    assert logits[0, 2] == 4.0  # a new tensor: the caller's logits are not changed
+    assert penalise_tokens(logits, [[], [], []], penalty=2.0) is logits
+
+
+def test_the_speech_models_device_is_checked_before_any_work(tiny_model):
+    import torch
+
+    with pytest.raises(ValueError, match="cpu, cuda or cuda:N"):
+        ChatLineWriter(tiny_model, device="gpu")
+    with pytest.raises(ValueError, match="int8 .* CPU only"):
+        ChatLineWriter(tiny_model, dtype="int8", device="cuda")
+    if not torch.cuda.is_available():
+        with pytest.raises(LanguageModelMissing, match="sees no CUDA device"):
+            ChatLineWriter(tiny_model, device="cuda").load()
+
+
+@pytest.mark.skipif(not __import__("torch").cuda.is_available(), reason="needs a CUDA device")
+def test_a_writer_on_a_gpu_writes_the_cpus_lines(tiny_model):
+    prompts = [[{"role": "user", "content": text}] for text in ("Hello there.", "Why have you come here, friend?",
+                                                                  "The king is angry.", "I carry a lamp.")]
+    seeds, avoid, slots = [11, 12, 13, 14], [["king"], [], ["lamp"], []], ["a", "b", "c", "d"]
+    lines = {}
+    for device in ("cpu", "cuda"):
+        writer = ChatLineWriter(tiny_model, Sampling(max_new_tokens=12), batch_size=3, device=device)
+        first = writer.complete(prompts, seeds, avoid, slots=slots)
+        follow = [p + [{"role": "assistant", "content": line}, {"role": "user", "content": "And then?"}]
+                  for p, line in zip(prompts, first)]
+        lines[device] = first + writer.complete(follow, [21, 22, 23, 24], avoid, slots=slots)  # reused prefixes
+    assert lines["cuda"] == lines["cpu"]
 
 
 def test_echo_penalty_lowers_the_first_token_of_each_avoided_word(tiny_model):

@@ -76,6 +76,9 @@ def add_sim_command(commands) -> None:
                      help="with --speech llm: the model's precision; bfloat16 is several times faster on CPUs with "
                      "AMX or AVX512-BF16; int8 is 1.7x float32 on AVX2-only CPUs but writes shorter lines; a float32 or "
                      "bfloat16 corpus takes the lines either of them wrote from the cache")
+    sim.add_argument("--speech-device", default="cpu",
+                     help="with --speech llm: where the speech model runs (cpu, cuda, cuda:N); the lines differ from "
+                     "the CPU's at the same precision by rounding only, and share their line cache")
     sim.add_argument("--speech-temperature", type=float, default=None,
                      help="with --speech llm: sampling temperature (0.8; 1.0 on tiny: 45%% more word types, three times "
                      "the non-words, IR near chance; docs/light_sim_v2.md)")
@@ -114,9 +117,10 @@ def run_sim(args) -> int:
         sampling_changes = {name: value for name, value in (("temperature", args.speech_temperature),
                                                              ("top_p", args.speech_top_p)) if value is not None}
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
+                                     or args.speech_device != "cpu"
                                      or args.speech_shard or args.read_lines or sampling_changes
                                      or args.speech_memories):
-            raise ValueError("--speech-model, --speech-dtype, --speech-temperature, --speech-top-p, --speech-memories, "
+            raise ValueError("--speech-model, --speech-dtype, --speech-device, --speech-temperature, --speech-top-p, --speech-memories, "
                              "--line-cache, --read-lines and --speech-shard need --speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
@@ -128,7 +132,7 @@ def run_sim(args) -> int:
                                   speech_memories=args.speech_memories)
         start = time.perf_counter()
         world = load_world(args.data_dir, args.world)
-        writer = (llm_writer(config, args.speech_batch_size, args.threads, **sampling_changes)
+        writer = (llm_writer(config, args.speech_batch_size, args.threads, args.speech_device, **sampling_changes)
                   if config.speech == "llm" else None)
         with _progress_lines():
             splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines)

@@ -159,15 +159,25 @@ class ChatLineWriter:
     ``reuse_prompts``: keep each slot's last prompt (``complete(..., slots=)``) and run the
     model only over what the slot's next prompt adds (:mod:`zoo.light.prompt_prefixes`); the
     lines differ from a whole prefill's by float rounding only, as between batch sizes.
+
+    ``device``: where the model runs (``"cpu"``, ``"cuda"``, ``"cuda:1"``). Each row's sampling
+    generator stays on the CPU, so a line's random draws are the same on any device, and its
+    lines differ from the CPU's at the same precision by float rounding only: they share the
+    precision's cache identity, as lines of different batch sizes do.
     """
 
     def __init__(self, model: str | os.PathLike | None = None, sampling: Sampling = Sampling(),
                  batch_size: int = 16, threads: int | None = None, dtype: str = "float32",
-                 reuse_prompts: bool = True):
+                 reuse_prompts: bool = True, device: str = "cpu"):
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, got {batch_size}")
         if dtype not in DTYPES:
             raise ValueError(f"unknown speech model dtype {dtype!r}; choose one of {DTYPES}")
+        if not re.fullmatch(r"cpu|cuda(:\d+)?", device):
+            raise ValueError(f"speech model device must be cpu, cuda or cuda:N, got {device!r}")
+        if dtype == "int8" and device != "cpu":
+            raise ValueError("the int8 speech model runs on the CPU only (PyTorch's dynamic quantisation)")
+        self.device = device
         self.dtype = dtype
         self.reuse_prompts = reuse_prompts
         self.path = resolve_model_path(model)
@@ -219,6 +229,8 @@ class ChatLineWriter:
             raise LanguageModelMissing(f"{INSTALL_HINT} ({error})") from error
         if self.threads:
             torch.set_num_threads(self.threads)
+        if self.device != "cpu" and not torch.cuda.is_available():
+            raise LanguageModelMissing(f"speech model device {self.device!r}: this PyTorch sees no CUDA device")
         directory, extra = (self.path.parent, {"gguf_file": self.path.name}) if self.path.is_file() else (self.path, {})
         if extra and importlib.util.find_spec("gguf") is None:
             raise LanguageModelMissing(f"reading {self.path.name} needs the gguf package; {INSTALL_HINT}")
@@ -234,7 +246,7 @@ class ChatLineWriter:
             tokenizer.pad_token = tokenizer.eos_token
         if not tokenizer.chat_template:
             raise LanguageModelMissing(f"speech model {str(self.path)!r} has no chat template")
-        model = model.eval()
+        model = model.eval().to(self.device)
         self._tokenizer, self._model = tokenizer, quantize_linear_layers(model) if self.dtype == "int8" else model
         # transformers 5 names the KV cache ``cache``; 4.x named it ``past_key_values``.
         self._cache_arg = "cache" if "cache" in inspect.signature(model.forward).parameters else "past_key_values"
@@ -308,6 +320,7 @@ class ChatLineWriter:
             mask[i, width - n:width] = 1
             mask[i, width + run - (len(row) - n):] = 1
         positions = (mask.cumsum(-1) - 1).clamp(min=0)[:, width:]  # real tokens count from 0, pads skipped
+        input_ids, mask, positions = input_ids.to(self.device), mask.to(self.device), positions.to(self.device)
         generators = [torch.Generator().manual_seed(int(seed) % (2**63)) for seed in seeds]
         tokens: list[list[int]] = [[] for _ in ids]
         active = list(range(len(ids)))  # rows still writing; a finished row leaves the batch
@@ -330,8 +343,7 @@ class ChatLineWriter:
                                         [avoid[row] for row in active])
                 picked = self._pick(logits, [generators[row] for row in active])
                 writing = []  # positions in ``active`` of the rows that go on
-                for position, row in enumerate(active):
-                    token = int(picked[position])
+                for position, (row, token) in enumerate(zip(active, picked.tolist())):  # one copy off the device
                     if token in self._stop_ids:
                         continue
                     tokens[row].append(token)
@@ -341,11 +353,11 @@ class ChatLineWriter:
                     break
                 cache = output.cache if hasattr(output, "cache") else output.past_key_values
                 if len(writing) < len(active):  # a 64-row batch's rows stop after ~27 of 40 steps on average
-                    keep = torch.tensor(writing)
+                    keep = torch.tensor(writing, device=mask.device)
                     cache.batch_select_indices(keep)
                     mask, positions, picked = mask[keep], positions[keep], picked[keep]
                     active = [active[position] for position in writing]
-                mask = torch.cat([mask, torch.ones(len(active), 1, dtype=mask.dtype)], dim=1)
+                mask = torch.cat([mask, mask.new_ones(len(active), 1)], dim=1)
                 positions = positions[:, -1:] + 1
                 output = model(input_ids=picked[:, None], attention_mask=mask, position_ids=positions,
                                use_cache=True, logits_to_keep=1, **{self._cache_arg: cache})
@@ -364,13 +376,8 @@ class ChatLineWriter:
 
     def _penalise(self, logits, tokens: list[list[int]], avoid: Sequence[list[int]]):
         for penalty, lists in ((self.sampling.repetition_penalty, tokens), (self.sampling.echo_penalty, avoid)):
-            if penalty == 1.0:
-                continue
-            for row, ids in enumerate(lists):
-                if ids:
-                    index = sorted(set(ids))
-                    values = logits[row, index]
-                    logits[row, index] = torch_where_penalty(values, penalty)
+            if penalty != 1.0:
+                logits = penalise_tokens(logits, lists, penalty)
         return logits
 
     def _pick(self, logits, generators):
@@ -398,6 +405,7 @@ def nucleus_sample(probs, top_p: float, generators, candidates: int = NUCLEUS_CA
     import torch
 
     uniform = torch.cat([torch.rand(1, generator=generator, dtype=probs.dtype) for generator in generators])
+    uniform = uniform.to(probs.device)  # drawn on the CPU: the same draws on every device
     top, index = probs.topk(min(candidates, probs.shape[-1]), dim=-1)  # descending
     picks = _draw_from_nucleus(top, index, top_p, uniform)
     wide = (top.sum(-1) < top_p).nonzero().flatten()  # nucleus not within the top k (never when k is all)
@@ -414,6 +422,26 @@ def _draw_from_nucleus(ordered, index, top_p: float, uniform):
     total = mass.gather(1, size - 1)
     position = (mass <= uniform[:, None] * total).sum(-1, keepdim=True).minimum(size - 1)
     return index.gather(1, position).flatten()
+
+
+def penalise_tokens(logits, token_lists: Sequence[Sequence[int]], penalty: float):
+    """``logits`` with CTRL's penalty (:func:`torch_where_penalty`) applied once to each token of
+    ``token_lists[row]`` in its row. Why one gather and one scatter rather than a loop over rows:
+    on a GPU each row's indexing is a few kernel launches and a host-to-device copy, which for
+    256 rows took longer than the model's decoding step; the values are the same either way."""
+    import torch
+
+    unique = [sorted(set(ids)) for ids in token_lists]
+    width = max((len(ids) for ids in unique), default=0)
+    if not width:
+        return logits
+    # Each row padded with its own first token (written back with the same value), or with
+    # token 0 left as it is in a row with nothing to penalise.
+    index = torch.tensor([ids + [ids[0] if ids else 0] * (width - len(ids)) for ids in unique])
+    chosen = torch.tensor([[True] * len(ids) + [bool(ids)] * (width - len(ids)) for ids in unique])
+    index, chosen = index.to(logits.device), chosen.to(logits.device)
+    values = logits.gather(1, index)
+    return logits.scatter(1, index, values.where(~chosen, torch_where_penalty(values, penalty)))
 
 
 def torch_where_penalty(values, penalty: float):

@@ -59,7 +59,7 @@ class PromptPrefixes:
         width = max(lengths)
         template = next(self._kept[s][1] for s, n in zip(slots, lengths) if n)
         layers, _, heads, _, head_dim = template.shape
-        past = torch.zeros(layers, 2, len(slots), heads, width, head_dim, dtype=template.dtype)
+        past = template.new_zeros(layers, 2, len(slots), heads, width, head_dim)
         for row, (slot, n) in enumerate(zip(slots, lengths)):
             if n:
                 past[:, :, row, :, width - n:] = self._kept[slot][1][:, :, :, :n]

@@ -116,7 +116,8 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard, memories)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "memories": config.speech_memories, "memory_pool": len(memories.pool),
-              "dtype": getattr(writer, "dtype", "float32"), "batch_size": writer.batch_size,
+              "dtype": getattr(writer, "dtype", "float32"), "device": getattr(writer, "device", "cpu"),
+              "batch_size": writer.batch_size,
               "reuse_prompts": getattr(writer, "reuse_prompts", False),  # lines differ by rounding: not in the key
               "identity": writer.identity, "line_cache": str(cache.path), **report.as_dict()}
     if hasattr(writer, "cost"):
@@ -124,8 +125,10 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     return splits, {"generate_seconds": round(time.perf_counter() - start, 2), "speech": speech}
 
 
-def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = None, **sampling: float):
-    """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache);
+def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = None, device: str = "cpu",
+               **sampling: float):
+    """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache), on
+    ``device`` (cpu, cuda);
     ``sampling``: :class:`~zoo.light.llm_writer.Sampling` fields to change (temperature, top_p),
     which are part of every line's cache key."""
     from dataclasses import replace
@@ -133,7 +136,7 @@ def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = No
     from zoo.light.llm_writer import ChatLineWriter, Sampling
 
     return ChatLineWriter(config.speech_model or None, replace(Sampling(), **sampling), batch_size=batch_size,
-                          threads=threads, dtype=config.speech_dtype)
+                          threads=threads, dtype=config.speech_dtype, device=device)
 
 
 def default_line_cache(identity: str, root: str | os.PathLike | None = None) -> Path:
