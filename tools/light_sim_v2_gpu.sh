@@ -39,9 +39,11 @@ pack() {
     cp -r "${ZOO_DATA_DIR:?set ZOO_DATA_DIR}/light" .gpu-a/data/
     cp .whl/gguf-*.whl .gpu-a/ 2>/dev/null || "$python" -m pip download -q --no-deps --only-binary=:all: \
       --python-version 3.12 --implementation cp --platform manylinux2014_x86_64 -d .gpu-a gguf==0.19.0
-    for shard in "$@"; do  # those begun on CPUs resume from their lines
-      file="$lines/smollm2-bfloat16.shard-${shard/\//-of-}.jsonl"
-      if [ -f "$file" ]; then cp "$file" .gpu-b/lines/; fi
+    for shard in "$@"; do  # those begun on CPUs resume from their lines, in either precision: a
+      for dtype in bfloat16 float32; do  # line rewritten at the other would fork its chat from there
+        file="$lines/smollm2-$dtype.shard-${shard/\//-of-}.jsonl"
+        if [ -f "$file" ]; then cp "$file" .gpu-b/lines/; fi
+      done
     done
     du -sh .gpu-a .gpu-b
 }
@@ -73,7 +75,8 @@ write() {
       timeout -s TERM "$seconds" "$python" -P -m zoo.cli light sim --out "$stage/unused-${shard/\//-of-}" --preset full \
         --speech llm --speech-model "$stage/$model_name" --speech-dtype "${DTYPE:-bfloat16}" --speech-device "${DEVICE:-cuda}" \
         --speech-batch-size 256 --line-cache "$out/smollm2-bfloat16.jsonl" \
-        --read-lines .gpu-b/lines/smollm2-bfloat16.jsonl --speech-temperature 0.9 --speech-top-p 0.92 \
+        --read-lines .gpu-b/lines/smollm2-bfloat16.jsonl --read-lines .gpu-b/lines/smollm2-float32.jsonl \
+        --speech-temperature 0.9 --speech-top-p 0.92 \
         --speech-shard "$shard" --threads 2 2>&1 | grep --line-buffered -v "de-quantizing\|Loading weights" \
         | sed -u "s|^|[$shard] |" >> "$out/writers.log" &
       pids+=($!)
