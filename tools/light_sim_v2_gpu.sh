@@ -12,7 +12,7 @@
 # machine stays warm ~30 s between calls; /tmp survives while it does). Move the large tracked
 # folders (checkpoints/, carried/) out of the checkout for the two calls, and back after.
 #
-#   here:   tools/light_sim_v2_gpu.sh pack 1/8 2/8 3/8 5/8 6/8 7/8   # .gpu-a: half 1, world, gguf wheel; .gpu-b: half 2, those shards' caches
+#   here:   tools/light_sim_v2_gpu.sh pack 1/8 2/8 3/8 5/8 6/8 7/8   # .gpu-a: half 1, world, gguf wheel; .gpu-b: half 2; the shards' caches in either
 #   device: run(carry=[".gpu-a"], command="tools/light_sim_v2_gpu.sh stage")
 #   device: run(carry=[".gpu-b"], command="tools/light_sim_v2_gpu.sh write 420 1/8 2/8 3/8 5/8 6/8 7/8")
 #   here:   tools/light_sim_v2_gpu.sh unpack /work/.device/...   # append the returned lines to the caches
@@ -39,20 +39,28 @@ pack() {
     cp -r "${ZOO_DATA_DIR:?set ZOO_DATA_DIR}/light" .gpu-a/data/
     cp .whl/gguf-*.whl .gpu-a/ 2>/dev/null || "$python" -m pip download -q --no-deps --only-binary=:all: \
       --python-version 3.12 --implementation cp --platform manylinux2014_x86_64 -d .gpu-a gguf==0.19.0
+    # Each call may send 64 MiB with the tracked tree: the shards' line files go in whichever
+    # half still has room (stage and write gather both into $stage/lines).
+    mkdir -p .gpu-a/lines
+    limit=$(( 64 * 1024 * 1024 - $(git ls-files -z | xargs -0 du -cb 2>/dev/null | tail -n 1 | cut -f1) - 512 * 1024 ))
     for shard in "$@"; do  # those begun on CPUs resume from their lines, in either precision: a
       for dtype in bfloat16 float32; do  # line rewritten at the other would fork its chat from there
         file="$lines/smollm2-$dtype.shard-${shard/\//-of-}.jsonl"
-        if [ -f "$file" ]; then cp "$file" .gpu-b/lines/; fi
+        [ -f "$file" ] || continue
+        size=$(stat -c %s "$file")
+        if [ $(( $(du -sb .gpu-a | cut -f1) + size )) -le "$limit" ]; then cp "$file" .gpu-a/lines/
+        elif [ $(( $(du -sb .gpu-b | cut -f1) + size )) -le "$limit" ]; then cp "$file" .gpu-b/lines/
+        else echo "no room for $file in either call (64 MiB each): pack fewer shards" >&2; exit 1; fi
       done
     done
-    du -sh .gpu-a .gpu-b
+    du -sb .gpu-a .gpu-b; echo "limit per call, less the tracked tree: $limit bytes"
 }
 
 stage() {
     python="${PYTHON:-python3}"
     mkdir -p "$stage"
     cp .gpu-a/model.part-a "$stage/"
-    cp -r .gpu-a/data "$stage/"
+    cp -r .gpu-a/data .gpu-a/lines "$stage/"
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$stage/site" .gpu-a/gguf-*.whl
     export PYTHONPATH="$PWD:$stage/site" ZOO_DATA_DIR="$stage/data"
     "$python" -c "import torch, transformers, gguf, importlib.metadata as m; print('torch', torch.__version__, 'cuda', torch.cuda.is_available(), \
@@ -66,6 +74,7 @@ write() {
     seconds="${1:?seconds to write}"; shift
     cat "$stage/model.part-a" .gpu-b/model.part-b > "$stage/$model_name"
     echo "$(cat .gpu-b/model.sha256)  $stage/$model_name" | sha256sum -c --quiet
+    mkdir -p "$stage/lines" && cp .gpu-b/lines/*.jsonl "$stage/lines/" 2>/dev/null || true
     export PYTHONPATH="$PWD:$stage/site" ZOO_DATA_DIR="$stage/data" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
     out="${OUT:?set OUT, the folder the lines go to}"
     gpu_use >> "$out/writers.log" 2>&1 &
@@ -75,7 +84,7 @@ write() {
       timeout -s TERM "$seconds" "$python" -P -m zoo.cli light sim --out "$stage/unused-${shard/\//-of-}" --preset full \
         --speech llm --speech-model "$stage/$model_name" --speech-dtype "${DTYPE:-bfloat16}" --speech-device "${DEVICE:-cuda}" \
         --speech-batch-size 256 --line-cache "$out/smollm2-bfloat16.jsonl" \
-        --read-lines .gpu-b/lines/smollm2-bfloat16.jsonl --read-lines .gpu-b/lines/smollm2-float32.jsonl \
+        --read-lines "$stage/lines/smollm2-bfloat16.jsonl" --read-lines "$stage/lines/smollm2-float32.jsonl" \
         --speech-temperature 0.9 --speech-top-p 0.92 \
         --speech-shard "$shard" --threads 2 2>&1 | grep --line-buffered -v "de-quantizing\|Loading weights" \
         | sed -u "s|^|[$shard] |" >> "$out/writers.log" &
