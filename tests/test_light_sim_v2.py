@@ -43,7 +43,7 @@ from zoo.light.sim_llm_prompts import (
     echo_words,
 )
 from zoo.light.sim_llm_memories import Memories, memory_pool, speaker_memories
-from zoo.light.sim_llm_speech import SpeechReport, SpeechShard, utterance_seed, write_split_speech
+from zoo.light.sim_llm_speech import LinesMissing, SpeechReport, SpeechShard, utterance_seed, write_split_speech
 from zoo.light.sim_speech import address, sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
@@ -311,6 +311,42 @@ def test_a_corpus_takes_lines_another_precision_wrote(tiny_model, world, tmp_pat
     assert alone.asked > 0  # without them, its own precision's lines are missing
 
 
+def test_assembling_from_the_cache_follows_the_precision_the_chats_were_written_in(world, tmp_path):
+    """Where both precisions hold a line for one prompt (two runs compared them), each chat goes
+    on from the line its writer preferred: assembled in the other order, it forks and every later
+    line misses. ``cache_only`` makes that a clear error instead of hours of model writing."""
+    plans: dict = {}
+    episodes, plans_ = generate_corpus(MICRO, world, plans=plans)["test"][:2], plans["test"][:2]
+
+    class Bfloat16(ScriptedWriter):
+        identity, other_precisions = "scripted:bfloat16", ("scripted",)
+
+    class Float32StoppedAfterTurnZero(ScriptedWriter):
+        identity, other_precisions = "scripted", ()
+
+        def complete(self, prompts, seeds, avoid=None, slots=None):
+            if self.asked:
+                raise KeyboardInterrupt  # the float32 run was stopped after one turn
+            return super().complete(prompts, seeds, avoid, slots)
+
+    cache = LineCache(tmp_path / "lines.jsonl")
+    with pytest.raises(KeyboardInterrupt):
+        write_split_speech("test", episodes, plans_, Float32StoppedAfterTurnZero(["Well met, stranger."] * 2),
+                           cache, 0, SpeechReport())
+    alone = Bfloat16(["Good day to you, friend."] * 99)
+    alone.other_precisions = ()  # the comparison run: bfloat16 lines of its own from turn 0
+    written = write_split_speech("test", episodes, plans_, alone, cache, 0, SpeechReport())
+
+    bf16_first = Bfloat16()
+    again = write_split_speech("test", episodes, plans_, bf16_first, cache, 0, SpeechReport(), cache_only=True)
+    assert bf16_first.asked == 0 and [e.turns for e in again] == [e.turns for e in written]
+    float32_first = ScriptedWriter()
+    float32_first.other_precisions = ("scripted:bfloat16",)
+    with pytest.raises(LinesMissing, match=r"test chat 0, turn 1: 2 line\(s\)"):
+        write_split_speech("test", episodes, plans_, float32_first, cache, 0, SpeechReport(), cache_only=True)
+    assert float32_first.asked == 0
+
+
 def fingerprint_without_dtype(config, world, identity: str) -> str:
     """SimConfig.fingerprint as written before ``speech_dtype`` and ``speech_memories`` existed."""
     import hashlib
@@ -508,7 +544,7 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
         assert f"shard {shard}" in printed and "no corpus written" in printed
         assert json.loads(printed.splitlines()[-1])["generated"] > 0
     assert not out.exists()
-    assert main(command) == 0
+    assert main(command + ["--cache-only"]) == 0  # the shards hold every line: no model asked
     assert ", 0 written by the model" in capsys.readouterr().out and load_manifest(out)["label"] == LABEL_V2
     # A session on a machine where bfloat16 is faster continues the corpus from the float32 lines.
     bf16 = [*command[:-1], str(tmp_path / "bf16.jsonl"), "--speech-dtype", "bfloat16", "--read-lines", str(lines)]
@@ -517,7 +553,7 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
     assert ", 0 written by the model" in printed and "written at another precision" in printed
     assert speech_of(tmp_path / "again") == speech_of(out)
     assert main(["light", "sim", "--out", str(tmp_path / "v1"), "--speech-shard", "0/2"]) == 2
-    assert "--speech-shard need --speech llm" in capsys.readouterr().err
+    assert "--cache-only need --speech llm" in capsys.readouterr().err
 
 
 def test_cli_a_shards_chats_make_a_corpus_of_their_own(tiny_model, tmp_path, monkeypatch, capsys):

@@ -16,6 +16,10 @@
 # from their lines without calling the model:
 #   tools/launch_run.sh sim-v2-full-0 tools/light_sim_v2.sh full runs/light-sim-v2-full --speech-shard 0/2
 #   tools/launch_run.sh sim-v2-full-1 tools/light_sim_v2.sh full runs/light-sim-v2-full --speech-shard 1/2
+# Assemble in the precision the shard writers ran (where both precisions hold a line for one
+# prompt, that one's is the line each chat went on from; the other order forks chats and the model
+# writes them again), and from the caches alone, so a mismatch stops at once with the chat it forks:
+#   SPEECH_DTYPE=bfloat16 tools/light_sim_v2.sh full runs/light-sim-v2-full --cache-only
 set -euo pipefail
 preset="$1"; out="$2"; shift 2
 python="${PYTHON:-python}"

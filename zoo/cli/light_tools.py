@@ -96,6 +96,10 @@ def add_sim_command(commands) -> None:
                      help="with --speech llm: write only the lines of chats i with i %% N == K, to their own line-cache "
                      "file beside --line-cache, and no corpus; N such processes may run at once (one per core), then "
                      "the same command without --speech-shard reads every shard's lines and writes the corpus")
+    sim.add_argument("--cache-only", action="store_true",
+                     help="with --speech llm: take every line from the line-cache files and stop with an error at the "
+                     "first one missing, never loading the model (assembling a corpus its shards wrote; pass the "
+                     "--speech-dtype the shard writers ran: where both precisions hold a line, that one's is the chat's)")
     sim.add_argument("--shard-corpus", action="store_true",
                      help="with --speech-shard K/N: write that shard's chats to --out as a corpus of their own (a "
                      "random 1/N of every split, whole dialogues, labelled as such), to measure a large corpus from "
@@ -119,9 +123,9 @@ def run_sim(args) -> int:
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
                                      or args.speech_device != "cpu"
                                      or args.speech_shard or args.read_lines or sampling_changes
-                                     or args.speech_memories):
+                                     or args.speech_memories or args.cache_only):
             raise ValueError("--speech-model, --speech-dtype, --speech-device, --speech-temperature, --speech-top-p, --speech-memories, "
-                             "--line-cache, --read-lines and --speech-shard need --speech llm")
+                             "--line-cache, --read-lines, --speech-shard and --cache-only need --speech llm")
         if args.speech_batch_size < 1:
             raise ValueError(f"--speech-batch-size must be at least 1, got {args.speech_batch_size}")
         shard = SpeechShard.parse(args.speech_shard) if args.speech_shard else None
@@ -135,7 +139,7 @@ def run_sim(args) -> int:
         writer = (llm_writer(config, args.speech_batch_size, args.threads, args.speech_device, **sampling_changes)
                   if config.speech == "llm" else None)
         with _progress_lines():
-            splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines)
+            splits, extra = build_corpus(config, world, args.line_cache, writer, shard, args.read_lines, args.cache_only)
         seconds = time.perf_counter() - start
         if shard is not None and not args.shard_corpus:
             return _report_shard(shard, extra["speech"], seconds, args.json)

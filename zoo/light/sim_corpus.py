@@ -83,7 +83,8 @@ def generate_corpus(config: SimConfig = SimConfig(), world: World | None = None,
 
 def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike | None = None,
                  writer: Any = None, shard: Any = None,
-                 read_lines: Sequence[str | os.PathLike] = ()) -> tuple[dict[str, list[Episode]], dict]:
+                 read_lines: Sequence[str | os.PathLike] = (),
+                 cache_only: bool = False) -> tuple[dict[str, list[Episode]], dict]:
     """The corpus of ``config`` and what its manifest adds: template speech, or (``speech="llm"``)
     the same chats with speech written by ``writer`` (default: a
     :class:`~zoo.light.llm_writer.ChatLineWriter` of ``config.speech_model``), through the
@@ -91,7 +92,9 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
     files beside it; ``read_lines``: other line-cache files (with their shards) to take lines
     from, never written. With a ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`) only
     that shard's lines are written, to its own file: the corpus returned is then incomplete,
-    for the line cache only."""
+    for the line cache only. ``cache_only``: assemble from the cache files alone, raising
+    :class:`~zoo.light.sim_llm_speech.LinesMissing` at the first line none holds (an assembly
+    that would otherwise spend hours writing lines, say in the wrong precision order)."""
     start = time.perf_counter()
     if config.speech == "templates":
         if shard is not None:
@@ -113,7 +116,7 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
         own = shard_path(main, shard.index, shard.count)  # every other shard too: a shard split finer resumes
         cache = LineCache(own, read_also=[*others, main, *(path for path in shard_files(main) if path != own)])
     memories = Memories.from_world(world, config.speech_memories)
-    splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard, memories)
+    splits, report = write_corpus_speech(splits, plans, writer, cache, config.seed, shard, memories, cache_only)
     speech = {"source": "llm", "version": SPEECH_VERSION, "model": str(getattr(writer, "path", "")),
               "memories": config.speech_memories, "memory_pool": len(memories.pool),
               "dtype": getattr(writer, "dtype", "float32"), "device": getattr(writer, "device", "cpu"),

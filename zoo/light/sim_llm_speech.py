@@ -80,6 +80,10 @@ class LineWriter(Protocol):
     def forget_prompts(self) -> None: ...
 
 
+class LinesMissing(ValueError):
+    """A cache-only rewrite met a line no cache file holds (``cache_only=True``)."""
+
+
 @dataclass(frozen=True)
 class SpeechShard:
     """Shard ``index`` of ``count``: the chats ``i`` of every split with ``i % count == index``."""
@@ -187,9 +191,11 @@ def _duration(seconds: float) -> str:
 
 def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[Sequence], writer: LineWriter,
                        cache: LineCache, seed: int, report: SpeechReport,
-                       shard: SpeechShard | None = None, memories: Memories = Memories()) -> list[Episode]:
+                       shard: SpeechShard | None = None, memories: Memories = Memories(),
+                       cache_only: bool = False) -> list[Episode]:
     """``episodes`` with every line written by ``writer`` (or taken from ``cache``); with a
-    ``shard``, only that shard's chats (the others keep their template lines)."""
+    ``shard``, only that shard's chats (the others keep their template lines); ``cache_only``:
+    raise :class:`LinesMissing` at the first line the cache lacks instead of asking the model."""
     if len(plans) != len(episodes):
         raise ValueError(f"{split}: {len(episodes)} episodes but {len(plans)} plans")
     counts = {"lines": 0, "generated": 0, "cached": 0, "other_precision": 0, "retried": 0, "fallbacks": 0}
@@ -211,7 +217,7 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
                     break
                 if attempt:
                     counts["retried"] += len(todo)
-                raw = _complete(split, t, attempt, todo, prompts, writer, cache, seed, counts, progress)
+                raw = _complete(split, t, attempt, todo, prompts, writer, cache, seed, counts, progress, cache_only)
                 for i in todo:
                     names = [a.name for a in episodes[i].agents]
                     asked = "\n".join(message["content"] for message in prompts[i][0])
@@ -234,7 +240,8 @@ def write_split_speech(split: str, episodes: Sequence[Episode], plans: Sequence[
 
 
 def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[int, tuple], writer: LineWriter,
-              cache: LineCache, seed: int, counts: dict[str, int], progress: _Progress) -> dict[int, str]:
+              cache: LineCache, seed: int, counts: dict[str, int], progress: _Progress,
+              cache_only: bool = False) -> dict[int, str]:
     """Raw completions for ``todo``: from the cache, else from the model in flushed chunks."""
     raw: dict[int, str] = {}
     identities = (writer.identity, *getattr(writer, "other_precisions", ()))  # own precision first
@@ -253,6 +260,10 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
                 break
         else:
             missing.append(i)
+    if missing and cache_only:
+        raise LinesMissing(f"{split} chat {missing[0]}, turn {t}: {len(missing)} line(s) of this turn are in no line-cache "
+                           f"file; the precision order matters where both precisions hold a line (--speech-dtype: the "
+                           f"one the shard writers ran), and without --cache-only the model writes what is missing")
     chunk = max(1, writer.batch_size * FLUSH_EVERY)
     for start in range(0, len(missing), chunk):
         part = missing[start:start + chunk]
@@ -268,10 +279,13 @@ def _complete(split: str, t: int, attempt: int, todo: list[int], prompts: dict[i
 
 def write_corpus_speech(splits: dict[str, list[Episode]], plans: dict[str, list], writer: LineWriter,
                         cache: LineCache, seed: int, shard: SpeechShard | None = None,
-                        memories: Memories = Memories()) -> tuple[dict[str, list[Episode]], SpeechReport]:
-    """Every split of a template corpus with LLM speech (a ``shard``'s chats only), and what it took."""
+                        memories: Memories = Memories(),
+                        cache_only: bool = False) -> tuple[dict[str, list[Episode]], SpeechReport]:
+    """Every split of a template corpus with LLM speech (a ``shard``'s chats only), and what it took;
+    ``cache_only``: every line from the cache, or :class:`LinesMissing`."""
     report, start = SpeechReport(), time.perf_counter()
-    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report, shard, memories)
+    rewritten = {split: write_split_speech(split, episodes, plans[split], writer, cache, seed, report, shard, memories,
+                                           cache_only)
                  for split, episodes in splits.items()}
     report.seconds = time.perf_counter() - start
     log.info("%s speech: %d lines, %d written by the model, %d from the cache, %d resampled, %d template "
