@@ -5,8 +5,9 @@
 #   tools/launch_run.sh abl-a tools/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue dialogue_persona
 #   tools/launch_run.sh abl-b tools/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue_setting dialogue_objects
 # Runs go to runs/light/v2-ablation-N/<features>/; "all" is ParlAI's default text, the same run
-# as tools/light_v2_retrain.sh's at that budget. Compare them paired on one test slice with
-# `zoo eval light --source sim --sim-dir SIM --model A/pretrained --versus B/pretrained`.
+# as tools/light_v2_retrain.sh's at that budget. Score each on one test slice with its own
+# grounding (`--versus` would show both models one feature set):
+# `zoo eval light --source sim --sim-dir SIM --split test --limit 2000 --features F --model RUN/pretrained --bootstrap 1000`.
 set -euo pipefail
 sim="$1"; train="$2"; shift 2
 here="$(cd "$(dirname "$0")/.." && pwd)"
