@@ -1,0 +1,95 @@
+"""How much a corpus's speech talks about the objects of its chat: what the objects grounding can add.
+
+    python tools/light_object_talk.py fixture v1=~/.cache/zoo/light/sim/ac316c38659075c7 \
+        v2=runs/light-sim-v2-t09-full --limit 2000 --json docs/results/light_object_talk.jsonl
+
+Per corpus (the fixture's real utterances, or a LIGHT-sim corpus's first ``--limit`` train
+chats), two shares over utterances:
+
+- ``names_object``: the line holds the head word (last word, 3+ letters, a plural s allowed) of
+  an object the context's object lines describe (``all_descriptions`` less the two characters);
+- ``object_words``: the line holds a content word (4+ letters, not a stopword) of an object's
+  description that neither the speaker's persona nor the setting holds: a word only the objects
+  grounding can explain.
+
+Why: Table 5's objects row is the gain a ranker gets from seeing those object lines. LIGHT-sim
+v2's trained bi-rankers gained nothing from them (docs/light_sim_v2.md), and IR gained by losing
+them; if v2's lines talk about the objects less than people do, that is why, and a speech change
+is judged first by these shares, then by the rankers.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+from zoo.light.fixture import load_fixture
+from zoo.light.records import Episode
+from zoo.light.sim_speech import STOPWORDS, address
+from zoo.light.sim_store import load_sim_corpus
+
+WORD = re.compile(r"[a-z']+")
+
+
+def content(text: str) -> set[str]:
+    return {w.strip("'") for w in WORD.findall(text.lower()) if len(w) >= 4 and w not in STOPWORDS}
+
+
+def object_talk(episode: Episode, turns: range) -> tuple[int, int, int]:
+    """(utterances, naming an object, holding an object-only word) over ``turns`` of ``episode``."""
+    characters = {address(a.name).lower() for a in episode.agents}
+    objects = {name: text for name, text in episode.descriptions.items() if address(name).lower() not in characters}
+    heads = {address(name).lower().split()[-1] for name in objects if address(name).split()}
+    heads = {h for h in heads if len(h) >= 3}
+    naming = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(heads))) + r")s?\b") if heads else None
+    described = set().union(*(content(text) for text in objects.values())) if objects else set()
+    lines = named = worded = 0
+    for t in turns:
+        speech = episode.turns[t].speech
+        if not speech:
+            continue
+        own = content(episode.speaker(t).persona) | content(episode.setting.name + " " + episode.setting.description)
+        lines += 1
+        named += bool(naming and naming.search(speech.lower()))
+        worded += bool(content(speech) & (described - own))
+    return lines, named, worded
+
+
+def measure(episodes_turns) -> dict:
+    lines = named = worded = 0
+    for episode, turns in episodes_turns:
+        a, b, c = object_talk(episode, turns)
+        lines, named, worded = lines + a, named + b, worded + c
+    return {"utterances": lines, "names_object": round(named / max(lines, 1), 4),
+            "object_words": round(worded / max(lines, 1), 4)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("corpora", nargs="+", help="`fixture` or NAME=SIM_DIR")
+    parser.add_argument("--limit", type=int, default=2000, help="train chats read per LIGHT-sim corpus")
+    parser.add_argument("--json", type=Path, help="also write one JSON line per corpus here")
+    args = parser.parse_args(argv)
+    rows = []
+    for spec in args.corpora:
+        if spec == "fixture":
+            fixture = load_fixture()
+            pairs = [(e, fixture.real_turns[i]["speech"]) for i, e in enumerate(fixture.episodes)]
+            row = {"corpus": "fixture (real speech)", **measure(pairs)}
+        else:
+            name, _, directory = spec.partition("=")
+            train = load_sim_corpus(Path(directory).expanduser())["train"][:args.limit]
+            row = {"corpus": name, "sim_dir": directory, "chats": len(train),
+                   **measure((e, range(len(e.turns))) for e in train)}
+        rows.append(row)
+        print(json.dumps(row))
+    if args.json:
+        args.json.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
