@@ -69,6 +69,9 @@ def test_contexts_keep_the_grounding_header_and_the_latest_turns(corpus, backbon
 def test_bi_ranker_recipe_trains_tests_and_exports(trained_bi):
     results, run_dir = trained_bi
     assert results["data"] == "LIGHT-sim" and results["world_size"] == 1
+    batches = -(-results["train_examples"] // results["batch_size"])  # one epoch, the last batch partial
+    assert results["global_step"] == batches * results["epochs"]
+    assert results["examples_seen"] == results["global_step"] * results["batch_size"]
     assert 0.0 <= results["test/r_at_1"] <= 1.0 and "test_unseen/r_at_1" in results
     assert json.loads((run_dir / "results.json").read_text()) == results
     assert (run_dir / "pretrained" / "tokenizer").is_dir()

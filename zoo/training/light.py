@@ -108,6 +108,8 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
         "data": datamodule.label, "best_checkpoint": best, "train_seconds": round(clock.seconds, 1),
         "train_examples": len(datamodule.dataset("train")), "epochs": trainer.current_epoch,
         "global_step": trainer.global_step, "batch_size": config.data.batch_size, "world_size": trainer.world_size,
+        # what the optimiser saw: less than epochs x train_examples when trainer.max_time ended an epoch early
+        "examples_seen": trainer.global_step * trainer.accumulate_grad_batches * config.data.batch_size * trainer.world_size,
         "accelerator": type(trainer.accelerator).__name__, "precision": str(trainer.precision),
     }
     if config.get("test", True):
