@@ -771,3 +771,25 @@ def test_the_vocabulary_projection_holds_the_last_doublings_exponent_to_the_real
     assert bound == pytest.approx(5200 * (tool.REAL_TRAIN_UTTERANCES / 8000) ** (math.log(1.3) / math.log(2)))
     # A corpus as large as real LIGHT's training split is measured, not projected.
     assert tool.projection({tool.REAL_TRAIN_UTTERANCES: 30_000}, []) == 30_000
+
+
+def test_the_object_talk_probe_counts_lines_naming_or_describing_the_chats_objects():
+    from tools_support import load_tool
+
+    from zoo.light.records import Agent, Episode, ObjectDescription, Setting, Turn
+
+    probe = load_tool("light_object_talk")
+    episode = Episode(setting=Setting("Forge", "Inside", "A hot forge with an anvil."),
+                      agents=(Agent("smith", "I shape iron."), Agent("squire", "I serve the knight.")),
+                      objects=(ObjectDescription("a lantern", "A brass lantern, dented and sooty."),
+                               ObjectDescription("an anvil", "Heavy black iron."),
+                               ObjectDescription("the squire", "A nervous youth.")),
+                      turns=(Turn("Fetch me the lanterns, boy."),    # names an object (plural allowed)
+                             Turn("It is all dented and sooty."),    # description words only the objects hold
+                             Turn("The iron is hot."),               # "iron": the speaker's own persona
+                             Turn(None, emote="smile"),               # no speech: not an utterance
+                             Turn("Nervous? Not I.")))               # a character's description is not an object's
+    assert probe.object_talk(episode, range(5)) == [(True, False), (False, True), (False, False), (False, False)]
+    row = probe.measure([(episode, range(5))], resamples=200)
+    assert row["utterances"] == 4 and row["names_object"] == 0.25 and row["object_words"] == 0.25
+    assert row["names_object_ci95"][0] <= 0.25 <= row["names_object_ci95"][1]

@@ -4,7 +4,8 @@
         v2=runs/light-sim-v2-t09-full --limit 2000 --json docs/results/light_object_talk.jsonl
 
 Per corpus (the fixture's real utterances, or a LIGHT-sim corpus's first ``--limit`` train
-chats), two shares over utterances:
+chats), two shares over utterances, each with a 95% percentile-bootstrap interval (1,000
+resamples of the utterances, seed 0):
 
 - ``names_object``: the line holds the head word (last word, 3+ letters, a plural s allowed) of
   an object the context's object lines describe (``all_descriptions`` less the two characters);
@@ -26,6 +27,8 @@ import re
 import sys
 from pathlib import Path
 
+import numpy as np
+
 from zoo.light.fixture import load_fixture
 from zoo.light.records import Episode
 from zoo.light.sim_speech import STOPWORDS, address
@@ -38,33 +41,34 @@ def content(text: str) -> set[str]:
     return {w.strip("'") for w in WORD.findall(text.lower()) if len(w) >= 4 and w not in STOPWORDS}
 
 
-def object_talk(episode: Episode, turns: range) -> tuple[int, int, int]:
-    """(utterances, naming an object, holding an object-only word) over ``turns`` of ``episode``."""
+def object_talk(episode: Episode, turns: range) -> list[tuple[bool, bool]]:
+    """Per utterance of ``turns`` of ``episode``: (names an object, holds an object-only word)."""
     characters = {address(a.name).lower() for a in episode.agents}
     objects = {name: text for name, text in episode.descriptions.items() if address(name).lower() not in characters}
     heads = {address(name).lower().split()[-1] for name in objects if address(name).split()}
     heads = {h for h in heads if len(h) >= 3}
     naming = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(heads))) + r")s?\b") if heads else None
     described = set().union(*(content(text) for text in objects.values())) if objects else set()
-    lines = named = worded = 0
+    flags = []
     for t in turns:
         speech = episode.turns[t].speech
         if not speech:
             continue
         own = content(episode.speaker(t).persona) | content(episode.setting.name + " " + episode.setting.description)
-        lines += 1
-        named += bool(naming and naming.search(speech.lower()))
-        worded += bool(content(speech) & (described - own))
-    return lines, named, worded
+        flags.append((bool(naming and naming.search(speech.lower())), bool(content(speech) & (described - own))))
+    return flags
 
 
-def measure(episodes_turns) -> dict:
-    lines = named = worded = 0
-    for episode, turns in episodes_turns:
-        a, b, c = object_talk(episode, turns)
-        lines, named, worded = lines + a, named + b, worded + c
-    return {"utterances": lines, "names_object": round(named / max(lines, 1), 4),
-            "object_words": round(worded / max(lines, 1), 4)}
+def measure(episodes_turns, resamples: int = 1000, seed: int = 0) -> dict:
+    """Both shares with 95% percentile-bootstrap intervals over utterances."""
+    flags = np.array([f for episode, turns in episodes_turns for f in object_talk(episode, turns)], dtype=float)
+    rng = np.random.default_rng(seed)
+    means = flags[rng.integers(0, len(flags), (resamples, len(flags)))].mean(axis=1)
+    row = {"utterances": len(flags)}
+    for k, name in enumerate(("names_object", "object_words")):
+        row[name] = round(float(flags[:, k].mean()), 4)
+        row[f"{name}_ci95"] = [round(float(q), 4) for q in np.percentile(means[:, k], [2.5, 97.5])]
+    return row
 
 
 def main(argv: list[str] | None = None) -> int:
