@@ -4,7 +4,9 @@
 # (issue 16: does a full-corpus budget let the bi-ranker beat IR on real speech?).
 #
 # Why: one CPU core trains the bi-ranker at ~3.3 examples/s, so one epoch of the full corpus
-# (112,921 examples) is ~9.5 core-hours; the GPU does it in minutes. The device call sends at
+# (112,921 examples) is ~9.5 core-hours. Measured on the H200 (session 28, bf16-mixed, batch 16):
+# ~150 examples/s, so one epoch is ~12.6 min, more than one 600-s call holds; `train 480` saw
+# 71,040 examples (0.63 epoch; results.json's examples_seen) and tested in 530 s all told. The device call sends at
 # most 64 MiB with the tracked tree and the encoder's wheel alone is 84 MB, so, as in
 # tools/light_sim_v2_gpu.sh, the wheel travels in two halves in two calls made back to back
 # (the machine stays warm ~30 s between calls; /tmp survives while it does). Move the large
@@ -12,7 +14,7 @@
 #
 #   here:   tools/light_gpu_train.sh pack runs/light-sim-v2-t09-full   # .gpu-a: wheel half 1, corpus, data, wheels; .gpu-b: half 2
 #   device: run(carry=[".gpu-a"], command="tools/light_gpu_train.sh stage")
-#   device: run(carry=[".gpu-b"], command="tools/light_gpu_train.sh train 420 light_bi trainer.max_epochs=2")
+#   device: run(carry=[".gpu-b"], command="tools/light_gpu_train.sh train 480 light_bi trainer.max_epochs=1 \"data.limit={train: 112921}\"", timeout_s=580)
 #   here:   the files under /work/.device/N: results.json, metrics.jsonl, fixture-vs-ir.json, train.log
 #
 # `train SECONDS RECIPE OVERRIDES...` runs recipes/RECIPE.py on the staged corpus in bfloat16
