@@ -32,3 +32,35 @@ def test_zoo_eval_light_versus_reports_the_paired_difference(capsys):
     assert main(["eval", "light", "--model", "random", "--versus", "random", "--source", "fixture", "--json"]) == 0
     versus = json.loads(capsys.readouterr().out)["versus"]
     assert versus["model"] == "random" and versus["difference"] == 0.0 and versus["ci95"] == [0.0, 0.0]
+
+
+def test_versus_features_scores_an_ablation_on_the_same_cases_each_with_its_own_grounding(tmp_path, capsys):
+    """Table 5 with a paired interval: IR shown everything against IR shown the dialogue alone."""
+    import json
+
+    from tests.light_rankers_support import make_tiny_corpus
+    from zoo.cli import main
+
+    corpus = str(make_tiny_corpus(tmp_path / "sim"))
+    common = ["eval", "light", "--source", "sim", "--sim-dir", corpus, "--model", "ir", "--bootstrap", "200", "--json"]
+
+    def r_at_1(features: str) -> float:
+        assert main([*common, "--features", features]) == 0
+        return json.loads(capsys.readouterr().out)["r_at_1"]
+
+    everything, dialogue = r_at_1("parlai_default"), r_at_1("dialogue")
+    assert everything != dialogue  # the grounding changes IR's ranking of these cases
+    assert main([*common, "--versus", "ir", "--versus-features", "dialogue"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    versus = summary["versus"]
+    assert summary["r_at_1"] == everything and versus["features"] == "dialogue" and versus["r_at_1"] == dialogue
+    assert versus["difference"] == pytest.approx(everything - dialogue, abs=2e-6)  # each rounded to 6 places
+    assert versus["ci95"][0] <= versus["difference"] <= versus["ci95"][1]
+
+
+def test_versus_features_without_a_second_model_is_a_one_line_error(capsys):
+    from zoo.cli import main
+
+    assert main(["eval", "light", "--model", "random", "--versus-features", "dialogue"]) == 2
+    assert capsys.readouterr().err.strip() == ("zoo eval light: error: --versus-features needs --versus, "
+                                               "the model to show them to")

@@ -6,8 +6,9 @@
 #   tools/launch_run.sh abl-b tools/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue_setting dialogue_objects
 # Runs go to runs/light/v2-ablation-N/<features>/; "all" is ParlAI's default text, the same run
 # as tools/light_v2_retrain.sh's at that budget. Score each on one test slice with its own
-# grounding (`--versus` would show both models one feature set):
-# `zoo eval light --source sim --sim-dir SIM --split test --limit 2000 --features F --model RUN/pretrained --bootstrap 1000`.
+# grounding: `zoo eval light --source sim --sim-dir SIM --split test --limit 2000 --features F
+# --model RUN/pretrained --bootstrap 1000`; two of them case by case, with a paired interval:
+# `... --features dialogue_objects --model RUN_O/pretrained --versus RUN_D/pretrained --versus-features dialogue`.
 set -euo pipefail
 sim="$1"; train="$2"; shift 2
 here="$(cd "$(dirname "$0")/.." && pwd)"

@@ -271,6 +271,9 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--versus", metavar="MODEL",
                           help="a second model (any --model value): also report the first's metric minus the "
                           "second's over the same examples, with a paired bootstrap interval")
+    evaluate.add_argument("--versus-features", choices=sorted(FEATURE_SETS), default=None,
+                          help="with --versus: show the second model the same examples with this grounding "
+                          "(default: --features), e.g. a Table 5 ablation against the model that sees everything")
     evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
@@ -291,6 +294,8 @@ def run_eval(args) -> int:
         for given, flag in ((args.candidate_seed, "--candidate-seed"), (args.distractors, "--distractors")):
             if given is not None and not fixture:
                 raise ValueError(f"{flag} applies to --source fixture only")
+        if args.versus_features and not args.versus:
+            raise ValueError("--versus-features needs --versus, the model to show them to")
         if args.save:
             check_replaceable(args.save)
         # On the fixture, baselines learn from LIGHT-sim train, as every released model did: the
@@ -313,9 +318,13 @@ def run_eval(args) -> int:
         result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), outcomes=outcomes)
         if args.versus:
             other = load_ranker(args.versus, args.seed)
-            _fit_baseline(other, args, module)
-            result["versus"] = {"model": args.versus, **paired_difference(
-                outcomes, example_outcomes(other, dataset, progress=True), metric_name(args.task),
+            other_args = argparse.Namespace(**{**vars(args), "features": args.versus_features or args.features})
+            other_module = _ablated(module, other_args) if args.versus_features else module
+            _fit_baseline(other, other_args, other_module)
+            other_dataset = _same_cases(dataset, _fixture_cases(other_args)[0] if fixture
+                                        else other_module.dataset(args.split)) if args.versus_features else dataset
+            result["versus"] = {"model": args.versus, "features": other_args.features, **paired_difference(
+                outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task),
                 _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed))}
         if hasattr(model, "generate") and hasattr(model, "gold_nll"):
             from zoo.light.evaluate import evaluate_generation
@@ -365,6 +374,27 @@ def _bootstrap(args):
     if resamples < 0:
         raise ValueError(f"--bootstrap must be >= 0, got {resamples}")
     return Bootstrap(resamples, args.bootstrap_seed) if resamples else None
+
+
+def _ablated(module, args):
+    """``module``'s data shown with ``args.features`` instead (same source, split sizes and corpus)."""
+    from zoo.light.datamodule import LightDataModule
+
+    other = LightDataModule(task=args.task, features=args.features, source=module.requested_source, data_dir=args.data_dir,
+                            sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
+    if args.source != "fixture":
+        other.prepare_data()
+    return other
+
+
+def _same_cases(dataset, other):
+    """``other`` if it holds ``dataset``'s cases (same candidates, same gold, in order) under another
+    grounding; a paired difference over different cases would mean nothing."""
+    if len(other) != len(dataset) or any(
+            (a.candidates, a.label) != (b.candidates, b.label) for a, b in zip(dataset, other)):
+        raise ValueError("--versus-features changed the cases themselves (candidates or gold), not only their "
+                         "grounding: the two models cannot be compared case by case")
+    return other
 
 
 def _fixture_cases(args):
