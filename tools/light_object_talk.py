@@ -13,6 +13,12 @@ resamples of the utterances, seed 0):
   description that neither the speaker's persona nor the setting holds: a word only the objects
   grounding can explain.
 
+With ``--grounding-budget N`` (the bi-ranker recipe's ``max_grounding_tokens``, 128), also, per
+LIGHT-sim corpus, over its first ``--cases`` test cases: the share of gold lines naming an
+object whose ``_object_desc`` line starts inside the first N word pieces of the grounding
+header a ``dialogue_objects`` ranker sees (``seen_in_budget``), and the same header position
+in ParlAI's full text (``all``), where the objects come after the setting and the persona.
+
 Why: Table 5's objects row is the gain a ranker gets from seeing those object lines. LIGHT-sim
 v2's trained bi-rankers gained nothing from them (docs/light_sim_v2.md), and IR gained by losing
 them; if v2's lines talk about the objects less than people do, that is why, and a speech change
@@ -71,10 +77,58 @@ def measure(episodes_turns, resamples: int = 1000, seed: int = 0) -> dict:
     return row
 
 
+def grounding_budget(directory: Path, budget: int, cases: int) -> dict:
+    """Where the objects sit in the header the ranker truncates to ``budget`` word pieces."""
+    from transformers import AutoTokenizer
+
+    from zoo.light.datamodule import LightDataModule
+    from zoo.models.backbone import default_backbone_path, split_grounding
+
+    tokenizer = AutoTokenizer.from_pretrained(str(default_backbone_path()))
+
+    def starts(header: str) -> list[tuple[str, int]]:
+        """(object line, index of its first word piece) for each object line of ``header``."""
+        offsets = tokenizer(header, add_special_tokens=False, return_offsets_mapping=True)["offset_mapping"]
+        found, at = [], 0
+        for line in header.split("\n"):
+            if line.startswith("_object_desc"):
+                found.append((line, next((i for i, (a, _) in enumerate(offsets) if a >= at), len(offsets))))
+            at += len(line) + 1
+        return found
+
+    named = seen = 0
+    first_object_all = []
+    only = LightDataModule("dialogue", source="sim", sim_dir=directory, features="dialogue_objects").dataset("test")
+    full = LightDataModule("dialogue", source="sim", sim_dir=directory, features="parlai_default").dataset("test")
+    for index in range(min(cases, len(only))):
+        item = only[index]
+        gold = item.candidates[item.label].lower()
+        lines = starts(split_grounding(item.context)[0])
+        hits = [start for line, start in lines
+                if (head := _head(line)) and re.search(rf"\b{re.escape(head)}s?\b", gold)]
+        named += bool(hits)
+        seen += bool(hits) and min(hits) < budget
+        full_lines = starts(split_grounding(full[index].context)[0])
+        if full_lines:
+            first_object_all.append(full_lines[0][1])
+    return {"cases": min(cases, len(only)), "gold_names_object": named, "seen_in_budget": round(seen / max(named, 1), 4),
+            "all_first_object_token_median": float(np.median(first_object_all)) if first_object_all else None,
+            "grounding_budget": budget}
+
+
+def _head(line: str) -> str:
+    """``_object_desc a brass lamp : ...`` -> ``lamp`` (3+ letters, else empty)."""
+    words = line[len("_object_desc "):].split(" : ")[0].lower().split()
+    return words[-1] if words and len(words[-1]) >= 3 else ""
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("corpora", nargs="+", help="`fixture` or NAME=SIM_DIR")
     parser.add_argument("--limit", type=int, default=2000, help="train chats read per LIGHT-sim corpus")
+    parser.add_argument("--grounding-budget", type=int, metavar="N",
+                        help="also: where the objects sit in a ranker's header cut to N word pieces")
+    parser.add_argument("--cases", type=int, default=1000, help="test cases read for --grounding-budget")
     parser.add_argument("--json", type=Path, help="also write one JSON line per corpus here")
     args = parser.parse_args(argv)
     rows = []
@@ -88,6 +142,8 @@ def main(argv: list[str] | None = None) -> int:
             train = load_sim_corpus(Path(directory).expanduser())["train"][:args.limit]
             row = {"corpus": name, "sim_dir": directory, "chats": len(train),
                    **measure((e, range(len(e.turns))) for e in train)}
+            if args.grounding_budget:
+                row.update(grounding_budget(Path(directory).expanduser(), args.grounding_budget, args.cases))
         rows.append(row)
         print(json.dumps(row))
     if args.json:
