@@ -38,7 +38,7 @@ def test_versus_features_scores_an_ablation_on_the_same_cases_each_with_its_own_
     """Table 5 with a paired interval: IR shown everything against IR shown the dialogue alone."""
     import json
 
-    from tests.light_rankers_support import make_tiny_corpus
+    from light_rankers_support import make_tiny_corpus
     from zoo.cli import main
 
     corpus = str(make_tiny_corpus(tmp_path / "sim"))

