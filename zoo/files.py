@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
@@ -65,13 +66,17 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
     output: it does not exist, or it is a directory that is empty or carries zoo's marker."""
     directory = Path(directory).expanduser()
     reason = _protected(directory)
-    if reason is None and (directory.exists() or directory.is_symlink()):
+    if reason is None:
         try:
-            if directory.is_symlink() or not directory.is_dir():
+            # One look at what the name is (a link is not followed): asking "exists?" then "a
+            # directory?" let another writer's swap fall between the two, and a zoo directory
+            # renamed away for an instant read as "exists and is not a directory".
+            mode = os.lstat(directory).st_mode
+            if not stat.S_ISDIR(mode):
                 reason = "it exists and is not a directory"
             elif not _empty_or_marked(directory):
                 reason = "it is not empty and zoo did not write it"
-        except FileNotFoundError:  # swapped away by another writer while we looked: nothing is there to lose
+        except FileNotFoundError:  # absent, or swapped away by another writer while we looked: nothing to lose
             pass
     if reason:
         raise UnsafeDestinationError(f"refusing to replace {str(directory)!r}: {reason}; choose a new or empty directory")
