@@ -47,13 +47,23 @@ def content(text: str) -> set[str]:
     return {w.strip("'") for w in WORD.findall(text.lower()) if len(w) >= 4 and w not in STOPWORDS}
 
 
+def head_word(name: str) -> str:
+    """``a brass lamp`` -> ``lamp``: the word a line names the object by (3+ letters, else empty)."""
+    words = address(name).lower().split()
+    return words[-1] if words and len(words[-1]) >= 3 else ""
+
+
+def naming(heads) -> re.Pattern | None:
+    """Any of the head words ``heads`` as a whole word, a plural s allowed (None without any)."""
+    heads = sorted({h for h in heads if h})
+    return re.compile(r"\b(?:" + "|".join(map(re.escape, heads)) + r")s?\b") if heads else None
+
+
 def object_talk(episode: Episode, turns: range) -> list[tuple[bool, bool]]:
     """Per utterance of ``turns`` of ``episode``: (names an object, holds an object-only word)."""
     characters = {address(a.name).lower() for a in episode.agents}
     objects = {name: text for name, text in episode.descriptions.items() if address(name).lower() not in characters}
-    heads = {address(name).lower().split()[-1] for name in objects if address(name).split()}
-    heads = {h for h in heads if len(h) >= 3}
-    naming = re.compile(r"\b(?:" + "|".join(map(re.escape, sorted(heads))) + r")s?\b") if heads else None
+    names_one = naming(head_word(name) for name in objects)
     described = set().union(*(content(text) for text in objects.values())) if objects else set()
     flags = []
     for t in turns:
@@ -61,7 +71,7 @@ def object_talk(episode: Episode, turns: range) -> list[tuple[bool, bool]]:
         if not speech:
             continue
         own = content(episode.speaker(t).persona) | content(episode.setting.name + " " + episode.setting.description)
-        flags.append((bool(naming and naming.search(speech.lower())), bool(content(speech) & (described - own))))
+        flags.append((bool(names_one and names_one.search(speech.lower())), bool(content(speech) & (described - own))))
     return flags
 
 
@@ -105,7 +115,7 @@ def grounding_budget(directory: Path, budget: int, cases: int) -> dict:
         gold = item.candidates[item.label].lower()
         lines = starts(split_grounding(item.context)[0])
         hits = [start for line, start in lines
-                if (head := _head(line)) and re.search(rf"\b{re.escape(head)}s?\b", gold)]
+                if (names := naming([head_word(line[len("_object_desc "):].split(" : ")[0])])) and names.search(gold)]
         named += bool(hits)
         seen += bool(hits) and min(hits) < budget
         full_lines = starts(split_grounding(full[index].context)[0])
@@ -114,12 +124,6 @@ def grounding_budget(directory: Path, budget: int, cases: int) -> dict:
     return {"cases": min(cases, len(only)), "gold_names_object": named, "seen_in_budget": round(seen / max(named, 1), 4),
             "all_first_object_token_median": float(np.median(first_object_all)) if first_object_all else None,
             "grounding_budget": budget}
-
-
-def _head(line: str) -> str:
-    """``_object_desc a brass lamp : ...`` -> ``lamp`` (3+ letters, else empty)."""
-    words = line[len("_object_desc "):].split(" : ")[0].lower().split()
-    return words[-1] if words and len(words[-1]) >= 3 else ""
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -286,7 +286,6 @@ def run_eval(args) -> int:
 
     from zoo.bootstrap import Bootstrap
     from zoo.files import check_replaceable
-    from zoo.light.datamodule import LightDataModule
     from zoo.light.evaluate import evaluate_ranker, example_outcomes, metric_name, paired_difference
 
     fixture = args.source == "fixture"
@@ -298,11 +297,7 @@ def run_eval(args) -> int:
             raise ValueError("--versus-features needs --versus, the model to show them to")
         if args.save:
             check_replaceable(args.save)
-        # On the fixture, baselines learn from LIGHT-sim train, as every released model did: the
-        # fixture has no train split of its own, and real LIGHT train holds five fixture dialogues.
-        module = LightDataModule(task=args.task, features=args.features, source="sim" if fixture else args.source,
-                                 data_dir=args.data_dir, sim=_sim_config(args), sim_dir=args.sim_dir,
-                                 download=args.download, limit=args.limit)
+        module = _light_module(args)
         if fixture:
             dataset, cases = _fixture_cases(args)
         else:
@@ -318,11 +313,17 @@ def run_eval(args) -> int:
         result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), outcomes=outcomes)
         if args.versus:
             other = load_ranker(args.versus, args.seed)
-            other_args = argparse.Namespace(**{**vars(args), "features": args.versus_features or args.features})
-            other_module = _ablated(module, other_args) if args.versus_features else module
+            other_args, other_module, other_dataset = args, module, dataset
+            if args.versus_features:  # the same cases, shown with another grounding
+                other_args = argparse.Namespace(**{**vars(args), "features": args.versus_features})
+                other_module = _light_module(other_args)
+                if fixture:
+                    other_dataset = _fixture_cases(other_args)[0]
+                else:
+                    other_module.prepare_data()
+                    other_dataset = other_module.dataset(args.split)
+                other_dataset = _same_cases(dataset, other_dataset)
             _fit_baseline(other, other_args, other_module)
-            other_dataset = _same_cases(dataset, _fixture_cases(other_args)[0] if fixture
-                                        else other_module.dataset(args.split)) if args.versus_features else dataset
             result["versus"] = {"model": args.versus, "features": other_args.features, **paired_difference(
                 outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task),
                 _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed))}
@@ -376,15 +377,15 @@ def _bootstrap(args):
     return Bootstrap(resamples, args.bootstrap_seed) if resamples else None
 
 
-def _ablated(module, args):
-    """``module``'s data shown with ``args.features`` instead (same source, split sizes and corpus)."""
+def _light_module(args):
+    """The data ``args`` name, shown with ``args.features``. On the fixture, baselines learn from
+    LIGHT-sim train, as every released model did: the fixture has no train split of its own, and
+    real LIGHT train holds five fixture dialogues."""
     from zoo.light.datamodule import LightDataModule
 
-    other = LightDataModule(task=args.task, features=args.features, source=module.requested_source, data_dir=args.data_dir,
-                            sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
-    if args.source != "fixture":
-        other.prepare_data()
-    return other
+    return LightDataModule(task=args.task, features=args.features,
+                           source="sim" if args.source == "fixture" else args.source, data_dir=args.data_dir,
+                           sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
 
 
 def _same_cases(dataset, other):
