@@ -23,6 +23,35 @@ def test_a_paired_difference_resamples_the_same_examples_for_both_models():
     assert same["difference"] == 0.0 and same["ci95"] == [0.0, 0.0]
 
 
+def test_a_perplexity_interval_resamples_sums_not_per_example_ratios():
+    from zoo.bootstrap import Bootstrap
+
+    # one long line predicted well, three short ones badly: NLL per word is 16 / 16 = 1.0 over the
+    # four, while the mean of the per-line rates would be (4 / 13 + 3 * 4) / 4, about 3.1
+    rate, (low, high) = Bootstrap(500, 0).ratio([4.0, 4.0, 4.0, 4.0] * 5, [13.0, 1.0, 1.0, 1.0] * 5)
+    assert rate == pytest.approx(1.0) and low < 1.0 < high
+    with pytest.raises(ValueError, match="one numerator and one denominator per example"):
+        Bootstrap(10).ratio([1.0, 2.0], [1.0])
+
+
+def test_two_generators_compare_by_their_word_perplexity_on_the_same_golds():
+    import math
+
+    import torch
+
+    from zoo.bootstrap import Bootstrap
+    from zoo.light.evaluate import paired_word_perplexity
+
+    words = torch.tensor([3, 5, 2, 8] * 6)
+    second = {"nll": torch.tensor([4.0, 9.0, 1.5, 12.0] * 6, dtype=torch.double), "words": words}
+    first = {"nll": second["nll"] - words * math.log(2), "words": words}  # half as perplexed on every word
+    result = paired_word_perplexity(first, second, Bootstrap(200, 0))
+    assert result["word_ppl"] == round(math.exp(26.5 / 18), 4)
+    assert result["word_ppl_ratio"] == 0.5 and result["word_ppl_ratio_ci95"] == [0.5, 0.5]
+    with pytest.raises(ValueError, match="different golds"):
+        paired_word_perplexity(first, {**second, "words": words + 1}, Bootstrap(200, 0))
+
+
 @pytest.mark.skipif(not (LIGHT_DATA / "fixture" / "light_data_fixture.pkl").is_file(), reason="no LIGHT fixture")
 def test_zoo_eval_light_versus_reports_the_paired_difference(capsys):
     import json

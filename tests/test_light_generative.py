@@ -87,6 +87,15 @@ def test_eval_light_reports_perplexity_f1_and_recall(trained, corpus, capsys):
     assert code == 0
     summary = json.loads(capsys.readouterr().out)  # stdout holds the JSON object alone
     assert {"ppl", "word_ppl", "f1", "r_at_1"} <= summary.keys() and summary["f1_n"] == 3
+    assert main(["eval", "light", "--model", str(run_dir / "pretrained"), "--versus", str(run_dir / "pretrained"),
+                 "--split", "valid", "--source", "sim", "--sim-dir", str(corpus), "--limit", "8", "--generations", "1",
+                 "--bootstrap", "50", "--json"]) == 0
+    against_itself = json.loads(capsys.readouterr().out)
+    low, high = against_itself["word_ppl_ci95"]
+    assert low <= against_itself["word_ppl"] == summary["word_ppl"] <= high
+    versus = against_itself["versus"]
+    assert versus["word_ppl"] == summary["word_ppl"] and versus["word_ppl_ratio"] == 1.0
+    assert versus["word_ppl_ratio_ci95"] == [1.0, 1.0]
     assert main(["light", "generate", "--model", str(run_dir / "pretrained"), "--split", "valid", "--index", "1",
                  "--source", "sim", "--sim-dir", str(corpus), "--json"]) == 0
     shown = json.loads(capsys.readouterr().out)

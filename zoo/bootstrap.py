@@ -56,6 +56,20 @@ class Bootstrap:
         difference = np.asarray(first, dtype=np.float64) - np.asarray(second, dtype=np.float64)
         return float(difference.mean()), self.interval(difference)
 
+    def ratio(self, numerator: Sequence[float], denominator: Sequence[float]) -> tuple[float, tuple[float, float]]:
+        """``sum(numerator) / sum(denominator)`` over the examples and its interval: a
+        corpus-level rate (NLL per word, whose exponential is a perplexity) is a ratio of sums,
+        not a mean of per-example ratios, so each resample sums both over the same examples."""
+        top, bottom = np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+        if top.shape != bottom.shape:
+            raise ValueError(f"a ratio needs one numerator and one denominator per example, got {top.shape} and "
+                             f"{bottom.shape}")
+        drawn = self.indices(len(top))
+        rates = top[drawn].sum(axis=1) / bottom[drawn].sum(axis=1)
+        tail = (1.0 - self.level) / 2 * 100
+        low, high = np.percentile(rates, [tail, 100 - tail])
+        return float(top.sum() / bottom.sum()), (float(low), float(high))
+
     def describe(self) -> dict:
         """How the intervals were made, for a result's JSON."""
         return {"method": "percentile bootstrap over examples", "resamples": self.resamples,

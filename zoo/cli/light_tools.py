@@ -270,7 +270,8 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split (with --source fixture: of LIGHT-sim, where baselines train)")
     evaluate.add_argument("--versus", metavar="MODEL",
                           help="a second model (any --model value): also report the first's metric minus the "
-                          "second's over the same examples, with a paired bootstrap interval")
+                          "second's over the same examples, with a paired bootstrap interval; two generators also get "
+                          "the first's word perplexity over the second's on the same golds")
     evaluate.add_argument("--versus-features", choices=sorted(FEATURE_SETS), default=None,
                           help="with --versus: show the second model the same examples with this grounding "
                           "(default: --features), e.g. a Table 5 ablation against the model that sees everything")
@@ -311,6 +312,7 @@ def run_eval(args) -> int:
             dataset, cases = module.dataset(args.split), {}
         outcomes = example_outcomes(model, dataset, progress=True)
         result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), outcomes=outcomes)
+        other = other_dataset = None
         if args.versus:
             other = load_ranker(args.versus, args.seed)
             other_args, other_module, other_dataset = args, module, dataset
@@ -327,10 +329,16 @@ def run_eval(args) -> int:
             result["versus"] = {"model": args.versus, "features": other_args.features, **paired_difference(
                 outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task),
                 _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed))}
-        if hasattr(model, "generate") and hasattr(model, "gold_nll"):
-            from zoo.light.evaluate import evaluate_generation
+        if _writes(model):
+            from zoo.light.evaluate import evaluate_generation, gold_likelihoods, paired_word_perplexity
 
-            result.update(evaluate_generation(model, dataset, args.generations, progress=True))
+            likelihoods = gold_likelihoods(model, dataset, progress=True)
+            result.update(evaluate_generation(model, dataset, args.generations, progress=True,
+                                              bootstrap=_bootstrap(args), likelihoods=likelihoods))
+            if _writes(other):  # two writers: whose words predict the same golds better
+                result["versus"].update(paired_word_perplexity(
+                    likelihoods, gold_likelihoods(other, other_dataset, progress=True),
+                    _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed)))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
     metric = metric_name(args.task)
@@ -343,6 +351,9 @@ def run_eval(args) -> int:
     if versus:
         retrieved += (f"; minus {versus['model']} ({versus[metric]:.4f}): {versus['difference']:+.4f} "
                       f"[{versus['ci95'][0]:+.4f}, {versus['ci95'][1]:+.4f}] paired")
+        if "word_ppl_ratio" in versus:
+            low, high = versus["word_ppl_ratio_ci95"]
+            retrieved += f", word ppl x{versus['word_ppl_ratio']:.3f} [{low:.3f}, {high:.3f}] of its {versus['word_ppl']:.1f}"
     interval = f" [{result['ci95'][metric][0]:.4f}, {result['ci95'][metric][1]:.4f}]" if "ci95" in result else ""
     where = label if fixture else f"{label} {split}"
     print(f"{where}, {args.task} ({args.features}), {args.model}: {metric} "
@@ -351,6 +362,11 @@ def run_eval(args) -> int:
     if args.json:
         print(json.dumps(summary))
     return 0
+
+
+def _writes(model) -> bool:
+    """Whether ``model`` is a generator: it scores golds by likelihood and writes lines."""
+    return hasattr(model, "generate") and hasattr(model, "gold_nll")
 
 
 def _fit_baseline(model, args, module) -> dict:
