@@ -34,3 +34,25 @@ def test_without_a_terminal_progress_lines_come_every_n_steps(caplog):
     lines = [m for m in caplog.messages if m.startswith("epoch 0 step")]
     assert [line.split()[3] for line in lines] == ["10/100", "20/100", "30/100"]
     assert all("examples/s" in line and "train/loss=1.5" in line for line in lines)
+
+
+def test_validation_and_test_passes_leave_lines_too_one_per_set_when_done(caplog):
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, module = ProgressLog(every_n_steps=10, estimate_after_s=1e9), object()
+    trainer = SimpleNamespace(sanity_checking=False, num_test_batches=[25, 5], num_val_batches=[3])
+    for index in range(25):
+        callback.on_test_batch_end(trainer, module, None, None, index, dataloader_idx=0)
+    for index in range(5):
+        callback.on_test_batch_end(trainer, module, None, None, index, dataloader_idx=1)
+    lines = [m.split("  ")[0] for m in caplog.messages]
+    assert lines[:2] == ["test set 1 batch 10/25", "test set 1 batch 20/25"]
+    assert lines[2].startswith("test set 1: 25 batches done in") and lines[3].startswith("test set 2: 5 batches done")
+    caplog.clear()
+    trainer.sanity_checking = True  # Lightning's two-batch check before training says nothing
+    for index in range(3):
+        callback.on_validation_batch_end(trainer, module, None, None, index)
+    assert caplog.messages == []
+    trainer.sanity_checking = False
+    for index in range(3):
+        callback.on_validation_batch_end(trainer, module, None, None, index)
+    assert len(caplog.messages) == 1 and caplog.messages[0].startswith("validation: 3 batches done in")

@@ -30,6 +30,7 @@ class ProgressLog(L.Callback):
         self._started, self._first, self._last_line = time.perf_counter(), None, 0.0
         self._examples = 0
         self._estimated = False
+        self._evaluation_started = time.perf_counter()
 
     def on_train_start(self, trainer, pl_module) -> None:
         total, epochs = trainer.num_training_batches, trainer.max_epochs
@@ -74,6 +75,36 @@ class ProgressLog(L.Callback):
         log.info("at %.2f batches/s so far, the %s training steps left take about %s (validation extra); "
                  "stop with Ctrl-C or SIGTERM, rerun the same command to resume", rate, f"{remaining:,}",
                  f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min")
+
+    def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        if not trainer.sanity_checking:
+            self._evaluation_line(trainer, "validation", trainer.num_val_batches, batch_idx, dataloader_idx)
+
+    def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
+        self._evaluation_line(trainer, "test", trainer.num_test_batches, batch_idx, dataloader_idx)
+
+    def _evaluation_line(self, trainer, stage: str, batches, batch_idx: int, dataloader_idx: int) -> None:
+        """A line every ``every_n_steps`` batches or ``every_s`` seconds of a validation or test
+        pass, and one when each of its sets is done: a cross-ranker's test pass over two
+        splits can take longer than its training, and without these a log falls silent."""
+        if not self.lines:
+            return
+        now = time.perf_counter()
+        if batch_idx == 0:
+            self._evaluation_started = self._last_line = now
+        total = batches[dataloader_idx] if isinstance(batches, (list, tuple)) else batches
+        done = batch_idx + 1 == total
+        if not done and (batch_idx + 1) % self.every_n_steps and now - self._last_line < self.every_s:
+            return
+        self._last_line = now
+        seconds = max(now - self._evaluation_started, 1e-9)
+        where = f"{stage} set {dataloader_idx + 1}" if isinstance(batches, (list, tuple)) and len(batches) > 1 else stage
+        if done:
+            log.info("%s: %d batches done in %.1f min", where, batch_idx + 1, seconds / 60)
+            return
+        left = (total - batch_idx - 1) * seconds / (batch_idx + 1) if total != float("inf") else float("nan")
+        log.info("%s batch %d/%s  %.2f it/s  ~%.0f min left", where, batch_idx + 1, total,
+                 (batch_idx + 1) / seconds, left / 60)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
         metrics = " ".join(f"{k}={float(v):.4g}" for k, v in trainer.callback_metrics.items())
