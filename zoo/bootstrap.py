@@ -43,10 +43,7 @@ class Bootstrap:
     def interval(self, values: Sequence[float]) -> tuple[float, float]:
         """(low, high) percentile interval of the mean of ``values``."""
         array = np.asarray(values, dtype=np.float64)
-        means = array[self.indices(len(array))].mean(axis=1)
-        tail = (1.0 - self.level) / 2 * 100
-        low, high = np.percentile(means, [tail, 100 - tail])
-        return float(low), float(high)
+        return self._percentiles(array[self.indices(len(array))].mean(axis=1))
 
     def paired(self, first: Sequence[float], second: Sequence[float]) -> tuple[float, tuple[float, float]]:
         """The mean of ``first - second`` over the same examples and its interval: each resample
@@ -65,10 +62,13 @@ class Bootstrap:
             raise ValueError(f"a ratio needs one numerator and one denominator per example, got {top.shape} and "
                              f"{bottom.shape}")
         drawn = self.indices(len(top))
-        rates = top[drawn].sum(axis=1) / bottom[drawn].sum(axis=1)
+        return float(top.sum() / bottom.sum()), self._percentiles(top[drawn].sum(axis=1) / bottom[drawn].sum(axis=1))
+
+    def _percentiles(self, resampled: np.ndarray) -> tuple[float, float]:
+        """The ``(1 - level) / 2`` and ``(1 + level) / 2`` percentiles of a statistic's resampled values."""
         tail = (1.0 - self.level) / 2 * 100
-        low, high = np.percentile(rates, [tail, 100 - tail])
-        return float(top.sum() / bottom.sum()), (float(low), float(high))
+        low, high = np.percentile(resampled, [tail, 100 - tail])
+        return float(low), float(high)
 
     def describe(self) -> dict:
         """How the intervals were made, for a result's JSON."""

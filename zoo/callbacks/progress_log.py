@@ -92,13 +92,14 @@ class ProgressLog(L.Callback):
         now = time.perf_counter()
         if batch_idx == 0:
             self._evaluation_started = self._last_line = now
-        total = batches[dataloader_idx] if isinstance(batches, (list, tuple)) else batches
+        sets = list(batches) if isinstance(batches, (list, tuple)) else [batches]  # batches per set
+        total = sets[dataloader_idx]
         done = batch_idx + 1 == total
         if not done and (batch_idx + 1) % self.every_n_steps and now - self._last_line < self.every_s:
             return
         self._last_line = now
         seconds = max(now - self._evaluation_started, 1e-9)
-        where = f"{stage} set {dataloader_idx + 1}" if isinstance(batches, (list, tuple)) and len(batches) > 1 else stage
+        where = f"{stage} set {dataloader_idx + 1}" if len(sets) > 1 else stage
         if done:
             log.info("%s: %d batches done in %.1f min", where, batch_idx + 1, seconds / 60)
             return

@@ -311,7 +311,9 @@ def run_eval(args) -> int:
         if not fixture:
             dataset, cases = module.dataset(args.split), {}
         outcomes = example_outcomes(model, dataset, progress=True)
-        result = evaluate_ranker(model, dataset, args.task, bootstrap=_bootstrap(args), outcomes=outcomes)
+        bootstrap = _bootstrap(args)
+        paired = bootstrap or Bootstrap(1000, args.bootstrap_seed)  # a comparison always gets its interval
+        result = evaluate_ranker(model, dataset, args.task, bootstrap=bootstrap, outcomes=outcomes)
         other = other_dataset = None
         if args.versus:
             other = load_ranker(args.versus, args.seed)
@@ -327,18 +329,16 @@ def run_eval(args) -> int:
                 other_dataset = _same_cases(dataset, other_dataset)
             _fit_baseline(other, other_args, other_module)
             result["versus"] = {"model": args.versus, "features": other_args.features, **paired_difference(
-                outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task),
-                _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed))}
+                outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task), paired)}
         if _writes(model):
             from zoo.light.evaluate import evaluate_generation, gold_likelihoods, paired_word_perplexity
 
             likelihoods = gold_likelihoods(model, dataset, progress=True)
             result.update(evaluate_generation(model, dataset, args.generations, progress=True,
-                                              bootstrap=_bootstrap(args), likelihoods=likelihoods))
+                                              bootstrap=bootstrap, likelihoods=likelihoods))
             if _writes(other):  # two writers: whose words predict the same golds better
                 result["versus"].update(paired_word_perplexity(
-                    likelihoods, gold_likelihoods(other, other_dataset, progress=True),
-                    _bootstrap(args) or Bootstrap(1000, args.bootstrap_seed)))
+                    likelihoods, gold_likelihoods(other, other_dataset, progress=True), paired))
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError, KeyError, RuntimeError) as error:
         return _fail("eval light", error)
     metric = metric_name(args.task)
