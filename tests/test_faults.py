@@ -114,7 +114,7 @@ def test_concurrent_writers_of_one_cache_entry_and_one_corpus_directory(tmp_path
     assert dest.read_bytes() == payload and not list(dest.parent.glob("*.download"))
 
     def write(index: int) -> None:
-        with replace_directory(tmp_path / "corpus") as staging:
+        with replace_directory(tmp_path / "corpus", kind="corpus") as staging:
             (staging / "data.txt").write_text(f"writer {index}\n" * 1000)
 
     with ThreadPoolExecutor(4) as pool:

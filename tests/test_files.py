@@ -23,7 +23,7 @@ def test_light_sim_refuses_to_replace_a_users_directory(tmp_path, capsys):
     thesis.parent.mkdir()
     thesis.write_text("precious")
     assert main(["light", "sim", "--preset", "tiny", "--world", "authored", "--out", str(thesis.parent)]) == 2
-    assert "refusing to replace" in capsys.readouterr().err
+    assert "refusing to write a corpus" in capsys.readouterr().err
     assert thesis.read_text() == "precious"
 
 
@@ -32,7 +32,7 @@ def test_the_working_directory_is_never_replaced(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     for target in (".", str(tmp_path), ".."):
         with pytest.raises(UnsafeDestinationError, match="working directory"):
-            check_replaceable(target)
+            check_replaceable(target, kind="corpus")
     assert (tmp_path / "notes.txt").read_text() == "mine"
 
 
@@ -41,9 +41,9 @@ def test_home_and_root_are_never_replaced(tmp_path, monkeypatch):
     (tmp_path / "home").mkdir()
     monkeypatch.chdir(tmp_path)
     with pytest.raises(UnsafeDestinationError, match="home"):
-        check_replaceable("~")
+        check_replaceable("~", kind="corpus")
     with pytest.raises(UnsafeDestinationError, match="root"):
-        check_replaceable("/")
+        check_replaceable("/", kind="corpus")
 
 
 def test_save_pretrained_into_the_working_directory_is_refused(tmp_path, monkeypatch):
@@ -58,10 +58,10 @@ def test_save_pretrained_into_the_working_directory_is_refused(tmp_path, monkeyp
 
 def test_a_directory_zoo_wrote_is_replaced_whole(tmp_path):
     target = tmp_path / "out"
-    with replace_directory(target) as staging:
+    with replace_directory(target, kind="corpus") as staging:
         (staging / "a.txt").write_text("first")
     assert (target / MARKER_NAME).is_file()
-    with replace_directory(target) as staging:
+    with replace_directory(target, kind="corpus") as staging:
         (staging / "b.txt").write_text("second")
     assert sorted(p.name for p in target.iterdir()) == sorted([MARKER_NAME, "b.txt"])
     assert [p.name for p in tmp_path.iterdir()] == ["out"]  # no staging or old copy left behind
@@ -69,21 +69,21 @@ def test_a_directory_zoo_wrote_is_replaced_whole(tmp_path):
 
 def test_empty_and_missing_directories_are_fine_and_a_file_is_not(tmp_path):
     (tmp_path / "empty").mkdir()
-    with replace_directory(tmp_path / "empty") as staging:
+    with replace_directory(tmp_path / "empty", kind="corpus") as staging:
         (staging / "x").write_text("x")
-    with replace_directory(tmp_path / "new" / "deeper") as staging:
+    with replace_directory(tmp_path / "new" / "deeper", kind="corpus") as staging:
         (staging / "x").write_text("x")
     (tmp_path / "file").write_text("data")
     with pytest.raises(UnsafeDestinationError, match="not a directory"):
-        check_replaceable(tmp_path / "file")
+        check_replaceable(tmp_path / "file", kind="corpus")
 
 
 def test_a_failed_write_leaves_the_old_output(tmp_path):
     target = tmp_path / "out"
-    with replace_directory(target) as staging:
+    with replace_directory(target, kind="corpus") as staging:
         (staging / "a.txt").write_text("first")
     with pytest.raises(RuntimeError):
-        with replace_directory(target) as staging:
+        with replace_directory(target, kind="corpus") as staging:
             (staging / "partial.txt").write_text("half")
             raise RuntimeError("interrupted")
     assert (target / "a.txt").read_text() == "first"
@@ -94,7 +94,7 @@ def test_a_failed_write_leaves_the_old_output(tmp_path):
 def test_outputs_honour_the_umask(tmp_path):
     previous = os.umask(0o022)
     try:
-        with replace_directory(tmp_path / "out") as staging:
+        with replace_directory(tmp_path / "out", kind="corpus") as staging:
             (staging / "a.txt").write_text("a")
         written = atomic_write_text(tmp_path / "results.json", "{}")
     finally:
@@ -108,7 +108,7 @@ def test_symlinked_destination_is_refused(tmp_path):
     (tmp_path / "real" / "data.txt").write_text("d")
     Path(tmp_path / "link").symlink_to(tmp_path / "real")
     with pytest.raises(UnsafeDestinationError):
-        check_replaceable(tmp_path / "link")
+        check_replaceable(tmp_path / "link", kind="corpus")
     assert (tmp_path / "real" / "data.txt").exists()
 
 
@@ -118,8 +118,8 @@ def test_a_directory_another_writer_swaps_away_while_it_is_checked_counts_as_gon
     target = tmp_path / "corpus"
     target.mkdir()
 
-    def swapped_away(self):
-        raise FileNotFoundError(2, "No such file or directory", str(self))
+    def swapped_away(directory):
+        raise FileNotFoundError(2, "No such file or directory", str(directory))
 
-    monkeypatch.setattr(Path, "iterdir", swapped_away)
-    assert check_replaceable(target) == target
+    monkeypatch.setattr("zoo.files._listing", swapped_away)
+    assert check_replaceable(target, kind="corpus") == target

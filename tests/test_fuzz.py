@@ -145,4 +145,4 @@ def test_outputs_never_replace_protected_places(target):
     from zoo.files import check_replaceable
 
     with pytest.raises(UnsafeDestinationError):
-        check_replaceable(target)
+        check_replaceable(target, kind="corpus")

@@ -1,11 +1,19 @@
 """Writing outputs so that nothing half-written is ever left where a reader looks, and
-nothing zoo did not write is ever deleted.
+nothing zoo did not write is ever deleted or overwritten.
 
-Every directory :func:`replace_directory` produces carries a marker file,
-:data:`MARKER_NAME`. An existing directory is replaced only when it carries that marker
-(zoo wrote it before) or is empty; anything else, and the working directory, a home
-directory or a filesystem root whatever they hold, is refused with
-:class:`~zoo.errors.UnsafeDestinationError` before anything is touched.
+One rule for every output path (a run directory, ``--out``, ``--save``): zoo writes into a
+new path, an empty directory, or a directory it marked for the same kind of output. Every
+directory zoo writes carries a marker file, :data:`MARKER_NAME`, recording its kind (one of
+:data:`OUTPUT_KINDS`). Anything else is refused with
+:class:`~zoo.errors.UnsafeDestinationError` before anything is touched: a directory zoo did
+not write, one it marked for another kind (a corpus is never written over a trained model),
+a file, a link, and the working directory, a home directory or a filesystem root whatever
+they hold.
+
+Markers written by older zoo name no kind of this list (no kind, ``"output"``, or an
+unreadable file); their kind is read from what the directory holds (:func:`_implied_kind`:
+``config.json`` is a model, ``sim_manifest.json`` a corpus, ...). A legacy directory whose
+contents imply no kind is accepted only when it holds nothing but the marker.
 """
 
 from __future__ import annotations
@@ -22,7 +30,22 @@ from typing import BinaryIO, Callable, Iterator
 from zoo.errors import UnsafeDestinationError
 
 MARKER_NAME = ".zoo-output"
-"""File in every directory zoo writes; its presence is what allows zoo to replace it."""
+"""File in every directory zoo writes; its presence (and the kind it records) is what allows
+zoo to write there again."""
+
+OUTPUT_KINDS = {
+    "run": "a training run",
+    "model": "a trained model",
+    "corpus": "a corpus",
+    "gifs": "Blocks GIFs",
+    "retrieval-index": "a retrieval index",
+}
+"""Every kind of directory zoo writes, and how an error message names what one holds."""
+
+_LEGACY_KINDS = {"light retrieval index": "retrieval-index", "zoo play blocks": "gifs"}
+"""Kinds older zoo recorded under other names."""
+
+_MARKER_MAX_BYTES = 4096
 
 
 def _umask() -> int:
@@ -51,19 +74,107 @@ def _protected(path: Path) -> str | None:
     return None
 
 
-def _empty_or_marked(directory: Path) -> bool:
-    """Whether ``directory`` is empty or carries the marker, judged from one listing: looking
-    up the marker and then listing would be two looks, and another writer's swap between them
-    (the old directory renamed away, the new one renamed in) made a zoo directory look foreign."""
+def _listing(directory: Path) -> dict[str, os.DirEntry]:
+    """One listing of ``directory``: looking up the marker and then listing would be two
+    looks, and another writer's swap between them (the old directory renamed away, the new
+    one renamed in) made a zoo directory look foreign."""
     with os.scandir(directory) as entries:
-        names = {entry.name: entry for entry in entries}
+        return {entry.name: entry for entry in entries}
+
+
+def _read_marker(directory: Path) -> str | None:
+    """The kind the marker in ``directory`` records, or None (no kind, unreadable, gone).
+    The marker is opened without following a link or waiting on a pipe, and read bounded."""
+    try:
+        descriptor = os.open(directory / MARKER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return None
+    try:
+        if not stat.S_ISREG(os.fstat(descriptor).st_mode):
+            return None
+        raw = os.read(descriptor, _MARKER_MAX_BYTES)
+    finally:
+        os.close(descriptor)
+    try:
+        kind = json.loads(raw.decode("utf-8")).get("kind")
+    except (ValueError, AttributeError):
+        return None
+    return _LEGACY_KINDS.get(kind, kind) if isinstance(kind, str) else None
+
+
+def _marker_temporary(name: str) -> bool:
+    """Whether ``name`` is what a :func:`write_marker` killed mid-write left behind
+    (:func:`atomic_write`'s temporary: ``.<name>.<random>.tmp``)."""
+    return name.startswith(f".{MARKER_NAME}.") and name.endswith(".tmp")
+
+
+def _contents(names) -> set[str]:
+    """The names in a listing that are output: neither the marker nor a marker temporary."""
+    return {name for name in names if name != MARKER_NAME and not _marker_temporary(name)}
+
+
+def _implied_kind(names: set[str]) -> str | None:
+    """The kind a directory's contents imply, for markers older zoo wrote without one."""
+    if "config.json" in names:
+        return "model"
+    if "sim_manifest.json" in names:
+        return "corpus"
+    if "index.json" in names and "embeddings.safetensors" in names:
+        return "retrieval-index"
+    if "config.yaml" in names or "checkpoints" in names or "metrics.jsonl" in names:
+        return "run"
+    if any(name.endswith(".gif") for name in names):
+        return "gifs"
+    return None
+
+
+def output_kind(directory: str | os.PathLike) -> str | None:
+    """The kind of zoo output ``directory`` holds (see :data:`OUTPUT_KINDS`), or None when it
+    carries no marker or zoo cannot tell."""
+    directory = Path(directory)
+    try:
+        names = _listing(directory)
+    except (FileNotFoundError, NotADirectoryError):
+        return None
     marker = names.get(MARKER_NAME)
-    return not names or (marker is not None and marker.is_file(follow_symlinks=False))
+    if marker is None or not marker.is_file(follow_symlinks=False):
+        return None
+    recorded = _read_marker(directory)
+    if recorded is not None and recorded != "output":
+        return recorded
+    return _implied_kind(_contents(names))
 
 
-def check_replaceable(directory: str | os.PathLike) -> Path:
-    """Raise :class:`UnsafeDestinationError` unless ``directory`` may be replaced by zoo
-    output: it does not exist, or it is a directory that is empty or carries zoo's marker."""
+def _why_not(directory: Path, kind: str) -> str | None:
+    """Why zoo may not write output of ``kind`` into the existing directory, or None."""
+    names = _listing(directory)
+    contents = _contents(names)
+    marker = names.get(MARKER_NAME)
+    if marker is None or not marker.is_file(follow_symlinks=False):
+        # empty, or holding only what a write_marker killed mid-write left: nothing of anyone's
+        return "it is not empty and zoo did not write it" if contents or MARKER_NAME in names else None
+    recorded = _read_marker(directory)
+    if recorded is None or recorded == "output":  # older zoo: the contents say what it is
+        recorded = _implied_kind(contents)
+        if recorded is None:
+            return "it holds zoo output of a kind zoo cannot tell" if contents else None
+    if recorded == kind:
+        return None
+    holds = OUTPUT_KINDS.get(recorded, f"zoo output of kind {recorded!r}")
+    return f"it holds {holds}, not {OUTPUT_KINDS[kind]}"
+
+
+def _known(kind: str) -> str:
+    if kind not in OUTPUT_KINDS:
+        raise ValueError(f"unknown output kind {kind!r}; one of {', '.join(OUTPUT_KINDS)}")
+    return kind
+
+
+def check_replaceable(directory: str | os.PathLike, *, kind: str) -> Path:
+    """Raise :class:`UnsafeDestinationError` (one line) unless zoo may write output of
+    ``kind`` (one of :data:`OUTPUT_KINDS`) at ``directory``: it does not exist, or it is a
+    directory that is empty or that zoo marked for the same kind."""
+    _known(kind)
     directory = Path(directory).expanduser()
     reason = _protected(directory)
     if reason is None:
@@ -74,13 +185,21 @@ def check_replaceable(directory: str | os.PathLike) -> Path:
             mode = os.lstat(directory).st_mode
             if not stat.S_ISDIR(mode):
                 reason = "it exists and is not a directory"
-            elif not _empty_or_marked(directory):
-                reason = "it is not empty and zoo did not write it"
+            else:
+                reason = _why_not(directory, kind)
         except FileNotFoundError:  # absent, or swapped away by another writer while we looked: nothing to lose
             pass
     if reason:
-        raise UnsafeDestinationError(f"refusing to replace {str(directory)!r}: {reason}; choose a new or empty directory")
+        raise UnsafeDestinationError(f"refusing to write {OUTPUT_KINDS[kind]} to {str(directory)!r}: {reason}; "
+                                     "choose a new or empty directory")
     return directory
+
+
+def write_marker(directory: str | os.PathLike, *, kind: str) -> Path:
+    """Mark ``directory`` as zoo's output of ``kind``. Written through a temporary sibling and
+    renamed, so a kill mid-write never leaves a half marker (which would read as kind-less)."""
+    return atomic_write_text(Path(directory) / MARKER_NAME,
+                             json.dumps({"written_by": "zoo", "kind": _known(kind)}) + "\n")
 
 
 def destination_lock(path: Path):
@@ -131,17 +250,17 @@ def remove_stale_staging(directory: Path, older_than: float = STALE_SECONDS) -> 
 
 
 @contextmanager
-def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Iterator[Path]:
+def replace_directory(directory: str | os.PathLike, *, kind: str) -> Iterator[Path]:
     """Yield an empty staging directory beside ``directory``; when the block succeeds, the
-    staging directory (marked as zoo output) takes ``directory``'s place.
+    staging directory (marked as zoo output of ``kind``) takes ``directory``'s place.
 
     The swap: the old directory is renamed aside, the new one renamed in, then the old one
     removed, so a reader sees the old or the new contents, never a mix, and a crash in
     between leaves both on disk. On any error the staging copy is removed and the old
-    ``directory`` is left as it was. A directory zoo did not write is refused up front
-    (:func:`check_replaceable`).
+    ``directory`` is left as it was. A directory zoo did not write, or wrote for another
+    kind, is refused up front (:func:`check_replaceable`).
     """
-    directory = check_replaceable(directory)
+    directory = check_replaceable(directory, kind=kind)
     directory.parent.mkdir(parents=True, exist_ok=True)
     remove_stale_staging(directory)
     staging = Path(tempfile.mkdtemp(prefix=f".{directory.name}.", dir=directory.parent))
@@ -149,11 +268,11 @@ def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Ite
     try:
         honour_umask(staging, directory=True)
         yield staging
-        (staging / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": kind}) + "\n")
+        write_marker(staging, kind=kind)
         # One swap at a time per destination: concurrent writers (two processes building the
         # same cache entry) take turns, and the last one's output stays, whole.
         with destination_lock(directory):
-            check_replaceable(directory)  # again: the block may have run for hours
+            check_replaceable(directory, kind=kind)  # again: the block may have run for hours
             if directory.exists():
                 aside = Path(tempfile.mkdtemp(prefix=f".{directory.name}.old.", dir=directory.parent))
                 os.replace(directory, aside / "previous")
@@ -170,11 +289,42 @@ def replace_directory(directory: str | os.PathLike, kind: str = "output") -> Ite
             shutil.rmtree(aside, ignore_errors=True)
 
 
-def atomic_write(path: str | os.PathLike, save: Callable[[BinaryIO], None], sync: bool = False) -> Path:
+def check_new_file(path: str | os.PathLike, flag: str = "--out") -> Path:
+    """Raise :class:`UnsafeDestinationError` (one line) if anything is at ``path`` (a link
+    too, not followed): outputs named as a file are never written over."""
+    path = Path(path).expanduser()
+    if os.path.lexists(path):
+        raise UnsafeDestinationError(f"refusing to write over {str(path)!r} ({flag}): it exists; name a new file")
+    return path
+
+
+def place_new(temporary: str | os.PathLike, path: str | os.PathLike) -> None:
+    """Move the finished ``temporary`` to ``path`` only if nothing is there: a hard link fails
+    rather than replaces, so a file that appeared meanwhile is kept, and
+    :class:`FileExistsError` is raised with ``temporary`` left in place. A filesystem without
+    hard links gets a look, then a rename."""
+    try:
+        os.link(temporary, path, follow_symlinks=False)
+    except FileExistsError:
+        raise
+    except OSError:
+        if os.path.lexists(path):
+            raise FileExistsError(17, "File exists", str(path)) from None
+        os.replace(temporary, path)
+        return
+    os.unlink(temporary)
+
+
+def atomic_write(path: str | os.PathLike, save: Callable[[BinaryIO], None], sync: bool = False,
+                 replace: bool = True) -> Path:
     """Write ``path`` through a temporary sibling that ``save(stream)`` fills, then rename it
     into place: a reader never sees half a file, and a failure leaves nothing behind. The
-    file gets the permissions ``open`` would give it (the umask honoured)."""
+    file gets the permissions ``open`` would give it (the umask honoured). With
+    ``replace=False`` an existing ``path`` (there before, or appearing meanwhile) is never
+    written over: :class:`UnsafeDestinationError`, and nothing is left behind."""
     path = Path(path)
+    if not replace:
+        check_new_file(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     handle, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
@@ -184,7 +334,14 @@ def atomic_write(path: str | os.PathLike, save: Callable[[BinaryIO], None], sync
                 stream.flush()
                 os.fsync(stream.fileno())
         honour_umask(Path(temporary), directory=False)
-        os.replace(temporary, path)
+        if replace:
+            os.replace(temporary, path)
+        else:
+            try:
+                place_new(temporary, path)
+            except FileExistsError:
+                raise UnsafeDestinationError(f"refusing to write over {str(path)!r}: it appeared while zoo wrote it; "
+                                             "name a new file") from None
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

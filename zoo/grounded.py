@@ -60,7 +60,7 @@ class Grounded(L.LightningModule):
         from zoo.files import replace_directory
 
         directory = Path(directory)
-        with replace_directory(directory) as staging:
+        with replace_directory(directory, kind="model") as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
             save_weights(self, staging, max_shard_bytes, weights_dtype)

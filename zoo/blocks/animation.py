@@ -158,12 +158,13 @@ def _grid(panels: list[Image.Image]) -> Image.Image:
     return sheet
 
 
-def _save_atomically(path: Path, save) -> None:
+def _save_atomically(path: Path, save, replace: bool = True) -> None:
     """Write through a temporary file in the target directory, then rename: a reader never
-    sees half a file and a failure leaves nothing behind."""
+    sees half a file and a failure leaves nothing behind (``replace=False``: nor is an
+    existing file written over)."""
     from zoo.files import atomic_write
 
-    atomic_write(path, save)
+    atomic_write(path, save, replace=replace)
 
 
 def write_episode_animation(
@@ -174,6 +175,7 @@ def write_episode_animation(
     scale: int = 4,
     fps: float = 2,
     instruction: str | None = None,
+    replace: bool = True,
 ) -> Path:
     """Write an episode for people: a looping GIF, or a PNG grid when ``path`` ends in ``.png``.
 
@@ -189,12 +191,14 @@ def write_episode_animation(
         scale: nearest-neighbour upscaling factor.
         fps: GIF frame rate.
         instruction: text shown, wrapped, above every caption.
+        replace: False refuses (:class:`~zoo.errors.UnsafeDestinationError`) an existing
+            ``path`` rather than replacing it.
     """
     path = Path(path)
     panels = compose_frames(frames, goal=goal, captions=captions, scale=scale, instruction=instruction)
     if path.suffix.lower() == ".png":
         sheet = _grid(panels)
-        _save_atomically(path, lambda stream: sheet.save(stream, format="PNG"))
+        _save_atomically(path, lambda stream: sheet.save(stream, format="PNG"), replace)
     else:
         duration = int(round(1000 / fps))
         _save_atomically(
@@ -202,5 +206,6 @@ def write_episode_animation(
             lambda stream: panels[0].save(
                 stream, format="GIF", save_all=True, append_images=panels[1:], duration=duration, loop=0, disposal=1
             ),
+            replace,
         )
     return path

@@ -13,9 +13,11 @@ from zoo.blocks.rollout import EpisodeRunner
 
 
 @torch.no_grad()
-def render_episode(policy, example: Example, out: str | Path, data_dir=None, renderer=None, fps: int = 2) -> Path:
+def render_episode(policy, example: Example, out: str | Path, data_dir=None, renderer=None, fps: int = 2,
+                   replace: bool = True) -> Path:
     """Play ``policy`` greedily on ``example`` and animate it: the start, every move, and the
-    goal marked in red (for people only; the policy never sees the marker)."""
+    goal marked in red (for people only; the policy never sees the marker). ``replace=False``
+    refuses an existing ``out`` instead of replacing it."""
     from zoo.blocks.animation import write_episode_animation
     from zoo.blocks.render import BoardRenderer
 
@@ -38,4 +40,5 @@ def render_episode(policy, example: Example, out: str | Path, data_dir=None, ren
         "main_block": int(runner.boards.main_block[0]),
     }
     frames = [frame[0] for frame in runner.frames]
-    return write_episode_animation(frames, Path(out), goal=goal, captions=captions, fps=fps)
+    return write_episode_animation(frames, Path(out), goal=goal, captions=captions, fps=fps,
+                                   replace=replace)

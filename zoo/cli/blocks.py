@@ -22,7 +22,7 @@ def add_commands(commands, eval_domains) -> None:
     evaluate.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
     evaluate.add_argument("--save", type=Path, default=None,
                           help="also write the evaluated policy as a save_pretrained directory (several models: "
-                          "the ensemble, one model to release)")
+                          "the ensemble, one model to release; new, empty, or a model zoo saved)")
     evaluate.add_argument("--versus", nargs="+", metavar="MODEL",
                           help="a second policy (any --model value; several: an ensemble): also report the first's "
                           "mean error minus the second's over the same episodes, with a paired bootstrap interval")
@@ -36,7 +36,7 @@ def add_commands(commands, eval_domains) -> None:
     render.add_argument("--index", type=int, default=0, help="example index within the split")
     render.add_argument("--model", default="demonstrations", help="the policy to roll out (as for eval)")
     render.add_argument("--seed", type=int, default=0)
-    render.add_argument("--out", type=Path, required=True, help="output .gif or .png")
+    render.add_argument("--out", type=Path, required=True, help="output .gif or .png (a new file: an existing one is refused)")
     render.set_defaults(handler=run_render)
 
 
@@ -69,7 +69,7 @@ def run_eval(args) -> int:
     if args.save is not None:
         from zoo.files import check_replaceable
 
-        check_replaceable(args.save)  # before the evaluation, not after
+        check_replaceable(args.save, kind="model")  # before the evaluation, not after
     other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
     examples = split.examples[: args.limit] if args.limit else split.examples
     bootstrap, errors = Bootstrap(), DistanceError()
@@ -106,11 +106,13 @@ def run_eval(args) -> int:
 def run_render(args) -> int:
     from zoo.blocks.episode_animation import render_episode
     from zoo.blocks.sources import open_split
+    from zoo.files import check_new_file
 
+    check_new_file(args.out)  # before the data and the policy load, not after
     split, source = open_split(args.split, args.data_dir, args.download)
     if not 0 <= args.index < len(split.examples):
         raise SystemExit(f"--index must be in 0..{len(split.examples) - 1} for the {args.split} split")
     policy = load_policy(args.model, args.seed)
-    path = render_episode(policy, split.examples[args.index], args.out, data_dir=args.data_dir)
+    path = render_episode(policy, split.examples[args.index], args.out, data_dir=args.data_dir, replace=False)
     print(f"wrote {path} ({source} data, {args.split} example {args.index}, policy {args.model})")
     return 0

@@ -58,7 +58,7 @@ def add_sim_command(commands) -> None:
         "sim", help="generate a LIGHT-sim corpus (a stand-in for the LIGHT dialogues)",
         description="Generate LIGHT-format dialogues from the LIGHT world with the game engine. The corpus is a "
         "stand-in for the real dialogues: label every number measured on it LIGHT-sim.")
-    sim.add_argument("--out", required=True, help="output directory (replaced atomically)")
+    sim.add_argument("--out", required=True, help="output directory: new, empty, or a corpus zoo wrote (replaced atomically)")
     sim.add_argument("--preset", choices=PRESETS, default="full")
     sim.add_argument("--seed", type=int, default=0)
     sim.add_argument("--world", choices=("auto", "official", "environment-full", "environment-flat", "authored"),
@@ -117,7 +117,7 @@ def run_sim(args) -> int:
     from zoo.light.sim_llm_speech import SpeechShard
 
     try:
-        check_replaceable(args.out)  # before minutes of generation, not after
+        check_replaceable(args.out, kind="corpus")  # before minutes of generation, not after
         sampling_changes = {name: value for name, value in (("temperature", args.speech_temperature),
                                                              ("top_p", args.speech_top_p)) if value is not None}
         if args.speech != "llm" and (args.speech_model or args.line_cache or args.speech_dtype != "float32"
@@ -275,7 +275,7 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--versus-features", choices=sorted(FEATURE_SETS), default=None,
                           help="with --versus: show the second model the same examples with this grounding "
                           "(default: --features), e.g. a Table 5 ablation against the model that sees everything")
-    evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained)")
+    evaluate.add_argument("--save", help="save the fitted/trained model to this directory (save_pretrained; new, empty, or a model zoo saved)")
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
@@ -297,7 +297,7 @@ def run_eval(args) -> int:
         if args.versus_features and not args.versus:
             raise ValueError("--versus-features needs --versus, the model to show them to")
         if args.save:
-            check_replaceable(args.save)
+            check_replaceable(args.save, kind="model")
         module = _light_module(args)
         if fixture:
             dataset, cases = _fixture_cases(args)

@@ -90,7 +90,7 @@ def add_blocks_command(games) -> None:
                              "several learned policies form an ensemble (default blocks-bandit)")
     blocks.add_argument("--instruction", help="carry out this one instruction and end (no prompt)")
     blocks.add_argument("--out", default="play-blocks", help="directory for start.png and instruction-K.gif "
-                                                             "(new, empty or written by zoo; default ./play-blocks)")
+                                                             "(new, empty or zoo's own GIFs directory; default ./play-blocks)")
     blocks.add_argument("--data-dir", help="directory with the Blocks data (default $ZOO_DATA_DIR/blocks)")
     blocks.add_argument("--seed", type=int, default=0, help="seed of a stochastic policy (random)")
     _add_io_arguments(blocks)
@@ -98,18 +98,18 @@ def add_blocks_command(games) -> None:
 
 
 def run_blocks(args) -> int:
-    import json
     from pathlib import Path
 
-    from zoo.files import MARKER_NAME, check_replaceable
+    from zoo.files import check_replaceable, write_marker
     from zoo.play.blocks_board import BlocksBoard, choose_board
     from zoo.play.blocks_game import BlocksGame
     from zoo.play.console import LineSource, clean_line
     from zoo.play.transcript import Transcript
 
     _tolerant_output()
+    _check_transcript(args)
     example, label, from_data = choose_board(args.board, args.data_dir)
-    out_dir = check_replaceable(Path(args.out))  # new, empty or zoo's own: never over someone's files
+    out_dir = check_replaceable(Path(args.out), kind="gifs")  # new, empty or zoo's own: never over someone's files
     lines = LineSource(args.script, "instruction> ", sys.stdout)
     instruction = None
     if args.instruction is not None:
@@ -118,8 +118,8 @@ def run_blocks(args) -> int:
             raise ValueError("--instruction is empty")
     policy = load_policies(tuple(args.model), args.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
-    (out_dir / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": "zoo play blocks"}) + "\n")
-    with Transcript(args.transcript) as transcript:
+    write_marker(out_dir, kind="gifs")
+    with Transcript(args.transcript, args.append) as transcript:
         game = BlocksGame(BlocksBoard(example, label, from_data, args.data_dir), policy, " + ".join(args.model),
                           out_dir, sys.stdout, transcript)
         game.start()
@@ -176,7 +176,19 @@ def _add_io_arguments(parser) -> None:
     group = parser.add_argument_group("input and record")
     group.add_argument("--script", metavar="FILE", help="take your lines from FILE (one per line; # comments)")
     group.add_argument("--transcript", metavar="OUT.jsonl",
-                       help="write every turn as JSON lines: speaker, kind, text, world changes, seconds")
+                       help="write every turn as JSON lines: speaker, kind, text, world changes, seconds (a new "
+                       "file: an existing one is refused unless --append is given)")
+    group.add_argument("--append", action="store_true", help="with --transcript: add this game to the end of the file")
+
+
+def _check_transcript(args) -> None:
+    """Refuse an existing --transcript (without --append) before anything is loaded."""
+    from zoo.play.transcript import check_transcript_path
+
+    if args.append and args.transcript is None:
+        raise ValueError("--append needs --transcript, the file to add the game to")
+    if args.transcript is not None:
+        check_transcript_path(args.transcript, args.append)
 
 
 def _positive(text: str) -> int:
@@ -206,10 +218,11 @@ def run_light(args) -> int:
 
     _tolerant_output()
     # Everything a typo can break is checked before the models load.
+    _check_transcript(args)
     world = load_world(args.data_dir, args.world)
     room = stage_room(world, args.room, args.me, args.partner, args.seed)
     lines = LineSource(args.script, "you> ", sys.stdout)
-    with Transcript(args.transcript) as transcript:
+    with Transcript(args.transcript, args.append) as transcript:
         partner, details = load_partner(args.model, args.action_model, args.emote_model, args.act, args.corpus,
                                         args.index_limit, args.data_dir, progress=True, say=_note)
         index = details.get("index")

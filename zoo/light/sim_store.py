@@ -51,7 +51,7 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
     directory = Path(directory)
     release = config.release_layout and shard is None
     label = config.label if shard is None else f"{config.label}, chats {shard}"
-    with replace_directory(directory) as staging:
+    with replace_directory(directory, kind="corpus") as staging:
         if release:
             dump_pickle([e.to_raw() for e in release_order(splits)], staging / "light_data.pkl")
             dump_pickle([e.to_raw() for e in splits["test_unseen"]], staging / "light_unseen_data.pkl")

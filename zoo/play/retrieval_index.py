@@ -159,7 +159,7 @@ def build_index(directory: Path, model, texts: list[str], weights: str, corpus: 
     started = time.perf_counter()
     index = model.index_candidates(texts, progress=progress)
     seconds = time.perf_counter() - started
-    with replace_directory(directory, kind="light retrieval index") as staging:
+    with replace_directory(directory, kind="retrieval-index") as staging:
         save_file({"embeddings": index.matrix.detach().cpu().half().contiguous()}, str(staging / EMBEDDINGS_FILE))
         (staging / TEXTS_FILE).write_text(json.dumps(index.texts, ensure_ascii=False), encoding="utf-8")
         meta = {
