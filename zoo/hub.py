@@ -14,8 +14,13 @@ order, in
 
 Whatever the source, a file is copied into the cache only after its size and full sha256
 matched, so a truncated transfer, a corrupted cache or a tampered mirror fails loudly
-instead of loading wrong weights. Downloads time out (``$ZOO_DOWNLOAD_TIMEOUT`` seconds
-without a byte, default 30), and leftovers of killed transfers are removed. Every failure
+instead of loading wrong weights. Every transfer is bounded, because a hostile or broken
+server must not hang zoo or fill the disk: a read may wait ``$ZOO_DOWNLOAD_TIMEOUT`` seconds
+(default 30), a whole file may take ``$ZOO_DOWNLOAD_DEADLINE`` seconds (default 1800; at the
+deadline the connection is shut, even mid-read), and no more than the manifest's size plus one
+byte is ever written (a longer body is cut there and refused). Both settings take a positive,
+finite number of seconds. A partial file never lands under the final name, and staged files of
+failed or killed transfers are removed. Every failure
 names the file, the places tried and where a manual copy can go, because the people who
 most need that are the ones behind a firewall.
 """
@@ -24,14 +29,19 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 import os
 import re
+import socket
+import threading
+import time
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
 from typing import Any
+from urllib import request as urlrequest
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
@@ -44,6 +54,10 @@ MIRROR_ENV = "ZOO_CHECKPOINTS"
 HUB_URL_ENV = "ZOO_HUB_URL"
 TIMEOUT_ENV = "ZOO_DOWNLOAD_TIMEOUT"
 DEFAULT_TIMEOUT = 30.0
+DEADLINE_ENV = "ZOO_DOWNLOAD_DEADLINE"
+DEFAULT_DEADLINE = 1800.0
+MAX_SECONDS = 7 * 24 * 3600.0
+"""The largest timeout or deadline accepted (a week); beyond it a socket timeout overflows."""
 MANIFEST_FORMAT = 1
 URL_SCHEMES = ("http", "https", "file", "hf")
 
@@ -96,10 +110,12 @@ def download_file(url: str, sha256: str, dest: Path, progress: bool = True, *, s
     file is downloaded to a temporary name beside ``dest``, checked, and renamed into place,
     so ``dest`` only ever holds verified bytes and no failure leaves anything behind.
     ``url`` may be http(s), ``file://``, ``hf://`` or a local path. ``size``, when known,
-    turns a short transfer into a clear "incomplete" error.
+    caps the transfer (a longer body is cut at ``size + 1`` bytes and refused) and turns a
+    short one into a clear "incomplete" error. The transfer ends by ``$ZOO_DOWNLOAD_DEADLINE``.
     """
     dest = Path(dest)
     expected = _normalise_sha256(sha256)
+    timeout, deadline = download_timeout(), download_deadline()  # bad settings fail before any network
     if dest.is_dir():
         raise DownloadError(f"cannot place {dest.name} at {dest}: a directory is in the way; move it aside", url, dest)
     if dest.is_file() and sha256_of(dest) == expected:
@@ -110,7 +126,7 @@ def download_file(url: str, sha256: str, dest: Path, progress: bool = True, *, s
     remove_stale_downloads(dest)
     staging = dest.with_name(f"{dest.name}.{uuid.uuid4().hex}.download")
     try:
-        _transfer(url, staging, dest, progress, size)
+        _transfer(url, staging, dest, progress, size, _Watchdog(deadline), timeout)
         _verify(staging, expected, size, url, dest)
         os.replace(staging, dest)
     finally:
@@ -126,36 +142,191 @@ def remove_stale_downloads(dest: Path, older_than: float = STALE_SECONDS) -> Non
 
 def download_timeout() -> float:
     """Seconds a connection or a read may wait for the server (``$ZOO_DOWNLOAD_TIMEOUT``)."""
+    return _seconds_setting(TIMEOUT_ENV, DEFAULT_TIMEOUT)
+
+
+def download_deadline() -> float:
+    """Seconds one file's whole transfer may take (``$ZOO_DOWNLOAD_DEADLINE``): the bound a
+    server sending one byte at a time cannot stretch."""
+    return _seconds_setting(DEADLINE_ENV, DEFAULT_DEADLINE)
+
+
+def _seconds_setting(name: str, default: float) -> float:
+    """A positive, finite number of seconds from ``$name`` (``default`` when unset or empty);
+    anything else (``inf``, ``nan``, ``-1``, ``soon``) is a one-line ValueError."""
+    text = os.environ.get(name, "").strip()
+    if not text:
+        return default
     try:
-        return float(os.environ.get(TIMEOUT_ENV, DEFAULT_TIMEOUT))
+        value = float(text)
     except ValueError:
-        raise ValueError(f"{TIMEOUT_ENV} must be a number of seconds, got {os.environ[TIMEOUT_ENV]!r}") from None
+        value = math.nan
+    if not (math.isfinite(value) and 0 < value <= MAX_SECONDS):
+        raise ValueError(f"{name} must be a number of seconds above 0 and at most {MAX_SECONDS:.0f}, got {text!r}")
+    return value
 
 
-def _transfer(url: str, staging: Path, dest: Path, progress: bool, size: int | None) -> None:
-    """Stream ``url`` into ``staging`` with a connect/read timeout and a progress bar;
-    errors become a :class:`DownloadError` naming the manual place."""
-    if url.startswith("hf://"):
-        _transfer_hf(url, staging, dest)
-        return
-    from urllib.request import urlopen
+class _DeadlinePassed(Exception):
+    """The transfer ran past ``$ZOO_DOWNLOAD_DEADLINE``."""
 
-    from tqdm.auto import tqdm
 
-    source = _as_url(url)
+class _Watchdog:
+    """The deadline of one transfer. At the deadline it shuts every socket the transfer opened,
+    so a read blocked on a server that trickles (one byte within each read timeout, forever)
+    returns at once instead of waiting on."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.end = time.monotonic() + seconds
+        self.expired = False
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._timer = threading.Timer(seconds, self._expire)
+        self._timer.daemon = True
+
+    def __enter__(self) -> "_Watchdog":
+        self._timer.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._timer.cancel()
+
+    def watch(self, sock: socket.socket) -> None:
+        with self._lock:
+            self._sockets.append(sock)
+            if self.expired:
+                _shut(sock)
+
+    def remaining(self) -> float:
+        return max(self.end - time.monotonic(), 0.001)
+
+    def check(self) -> None:
+        if self.expired or time.monotonic() >= self.end:
+            self.expired = True
+            raise _DeadlinePassed
+
+    def _expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._sockets:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
     try:
-        with urlopen(source, timeout=download_timeout()) as response, open(staging, "wb") as out:
-            total = size or int(response.headers.get("Content-Length") or 0) or None
-            with tqdm(total=total, unit="B", unit_scale=True, desc=dest.name, disable=not progress) as bar:
-                for chunk in iter(lambda: response.read(_CHUNK), b""):
-                    out.write(chunk)
-                    bar.update(len(chunk))
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed
+
+
+class _WatchedConnections:
+    """Mixed into urllib's HTTP(S) handlers: every connection they open (redirects and proxies
+    included) reports its socket to the transfer's watchdog once connected."""
+
+    def __init__(self, watchdog: _Watchdog, **kwargs) -> None:
+        super().__init__(**kwargs)
+        self.watchdog = watchdog
+
+    def do_open(self, http_class, req, **kwargs):
+        watchdog = self.watchdog
+
+        def connection(*args, **kw):
+            conn = http_class(*args, **kw)
+            connect = conn.connect
+
+            def watched_connect() -> None:
+                connect()
+                watchdog.watch(conn.sock)
+
+            conn.connect = watched_connect
+            return conn
+
+        return super().do_open(connection, req, **kwargs)
+
+
+class _WatchedHTTP(_WatchedConnections, urlrequest.HTTPHandler):
+    pass
+
+
+class _WatchedHTTPS(_WatchedConnections, urlrequest.HTTPSHandler):
+    pass
+
+
+class _SameHostCredentials(urlrequest.HTTPRedirectHandler):
+    """A redirect to another host (the hub's CDN) does not carry the hub token along."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        new = super().redirect_request(req, fp, code, msg, headers, newurl)
+        if new is not None and urlparse(newurl).netloc != urlparse(req.full_url).netloc:
+            for name in list(new.headers):
+                if name.lower() == "authorization":
+                    del new.headers[name]
+        return new
+
+
+def _transfer(url: str, staging: Path, dest: Path, progress: bool, size: int | None,
+              watchdog: _Watchdog, timeout: float) -> None:
+    """Stream ``url`` (or, for ``hf://``, the hub's resolve URL) into ``staging``; errors become
+    a :class:`DownloadError` naming the manual place."""
+    try:
+        if url.startswith("hf://"):
+            source, headers = _resolve_hf(url)
+        else:
+            source, headers = _as_url(url), {}
+        with watchdog:
+            _stream(source, headers, url, staging, dest, progress, size, watchdog, timeout)
+    except _DeadlinePassed:
+        raise _deadline_error(url, dest, watchdog) from None
+    except DownloadError:
+        raise
     except (OSError, HTTPException, ValueError) as error:
+        if watchdog.expired:  # the watchdog shut the socket under a read
+            raise _deadline_error(url, dest, watchdog) from error
         raise DownloadError(
             f"could not download {dest.name} from {url} ({_reason(error)}). "
             f"Download it manually and place it at {dest}, or check your network.",
             url, dest,
         ) from error
+
+
+def _stream(source: str, headers: dict, url: str, staging: Path, dest: Path, progress: bool, size: int | None,
+            watchdog: _Watchdog, timeout: float) -> None:
+    """Copy ``source`` (``url`` in messages) into ``staging``: each wait at most ``timeout``, all of it by the watchdog's
+    deadline, and never more than ``size + 1`` bytes."""
+    from tqdm.auto import tqdm
+
+    opener = urlrequest.build_opener(_WatchedHTTP(watchdog), _WatchedHTTPS(watchdog), _SameHostCredentials)
+    request = urlrequest.Request(source, headers=headers)
+    with opener.open(request, timeout=min(timeout, watchdog.remaining())) as response, open(staging, "wb") as out:
+        announced = response.headers.get("Content-Length")
+        announced = int(announced) if announced and announced.strip().isdigit() else None
+        if size is not None and announced is not None and announced > size:
+            raise DownloadError(
+                f"refused {dest.name} from {url}: the server announces {announced} bytes, the release is "
+                f"{size}. Download it manually and place it at {dest}.", url, dest)
+        limit = size + 1 if size is not None else None
+        received = 0
+        with tqdm(total=size or announced, unit="B", unit_scale=True, desc=dest.name, disable=not progress) as bar:
+            while limit is None or received < limit:
+                chunk = response.read(_CHUNK if limit is None else min(_CHUNK, limit - received))
+                if not chunk:
+                    break
+                out.write(chunk)
+                received += len(chunk)
+                bar.update(len(chunk))
+                watchdog.check()
+        watchdog.check()  # a read the watchdog cut short ends like the end of the body
+    if size is not None and received > size:
+        raise DownloadError(
+            f"refused {dest.name} from {url}: the server sent more than the release's {size} bytes "
+            f"(cut at {received}). Download it manually and place it at {dest}.", url, dest)
+
+
+def _deadline_error(url: str, dest: Path, watchdog: _Watchdog) -> DownloadError:
+    return DownloadError(
+        f"could not download {dest.name} from {url}: the transfer took longer than {watchdog.seconds:g} s "
+        f"(${DEADLINE_ENV}). Retry, raise {DEADLINE_ENV}, or download it manually and place it at {dest}.",
+        url, dest)
 
 
 def parse_hf_url(url: str) -> tuple[str, str, str]:
@@ -166,25 +337,21 @@ def parse_hf_url(url: str) -> tuple[str, str, str]:
     return match.group(1), match.group(2), match.group(3)
 
 
-def _transfer_hf(url: str, staging: Path, dest: Path) -> None:
-    """Download through huggingface_hub (pinned revision, ``$HF_ENDPOINT``), into staging."""
-    import shutil
-    import tempfile
+def _resolve_hf(url: str) -> tuple[str, dict]:
+    """The hub's resolve URL of an ``hf://`` file (pinned revision, ``$HF_ENDPOINT``) and the
+    headers huggingface_hub would send (token, user agent).
+
+    The bytes then come through :func:`_stream` like any other download: ``hf_hub_download``
+    bounds each read (``HF_HUB_DOWNLOAD_TIMEOUT``, retried up to five times) but not the whole
+    transfer, and checks the size only after the body ended, so an endless or trickling body
+    would hold it (and fill its cache) without end."""
+    from huggingface_hub import constants, hf_hub_url
+    from huggingface_hub.utils import build_hf_headers
 
     repo_id, revision, filename = parse_hf_url(url)
-    try:
-        from huggingface_hub import hf_hub_download
-
-        with tempfile.TemporaryDirectory(dir=staging.parent, prefix=".hf-") as scratch:
-            path = hf_hub_download(repo_id, filename, revision=revision, cache_dir=scratch,
-                                   etag_timeout=download_timeout())
-            shutil.copyfile(path, staging)
-    except Exception as error:  # noqa: BLE001 - huggingface_hub raises many types; all mean "not fetched"
-        raise DownloadError(
-            f"could not download {dest.name} from {url} ({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}). "
-            f"Download it manually and place it at {dest}, or check your network.",
-            url, dest,
-        ) from error
+    if constants.HF_HUB_OFFLINE:
+        raise ValueError("HF_HUB_OFFLINE is set")
+    return hf_hub_url(repo_id, filename, revision=revision, endpoint=constants.ENDPOINT), build_hf_headers()
 
 
 def _verify(staging: Path, expected: str, size: int | None, url: str, dest: Path) -> None:
