@@ -20,7 +20,7 @@ LIGHT = [RECIPES / "light_common.yaml", RECIPES / "light_bi.yaml"]
     ("data.sourcee=real", "did you mean 'data.source'"),
     ("evaluation.dev_limt=1", "did you mean 'evaluation.dev_limit'"),
     ("trainer.max_epochz=1", "did you mean trainer.max_epochs"),
-    ("trainer.max_epochs=abc", "expects an integer"),
+    ("trainer.max_epochs=abc", "must be an integer >= -1 or null, got .abc."),
     ("bandit.learning_rate=fast", "expects a number"),
     ("model.use_previous_action=3", "expects true or false"),
 ])

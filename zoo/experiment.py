@@ -17,6 +17,7 @@ from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.console import configure_output
+from zoo.recipe_schema import check_recipe_config
 
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
@@ -61,6 +62,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     validate_overrides(defaults, given)
     config = OmegaConf.merge(defaults, given)
     OmegaConf.resolve(config)
+    check_recipe_config(config)  # every value's type, range and choices (zoo/recipe_schema.py)
     return config
 
 
@@ -103,7 +105,8 @@ def validate_overrides(defaults: DictConfig, given: DictConfig) -> None:
                 hint = f"; did you mean {top}.{close[0]}?" if close else ""
                 raise SystemExit(f"unknown config key {key!r}: not a lightning.Trainer argument{hint}")
         if key in known:
-            _check_type(key, known[key], node, numbers_interchangeable=top in OPEN_SECTIONS)
+            if top not in OPEN_SECTIONS:  # Trainer arguments' types (unions: devices=auto or 2) are the schema's
+                _check_type(key, known[key], node)
             continue
         if top in OPEN_SECTIONS or _free_form_parent(key, defaults) is not None:
             continue  # a Trainer argument, or inside a value the YAML leaves open (e.g. data.limit)

@@ -13,13 +13,19 @@ from pathlib import Path
 
 import numpy as np
 
-from zoo.blocks.geometry import BOARD_HALF
+from zoo.blocks.geometry import BLOCK_SIZE, BOARD_HALF
 from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition
 from zoo.paths import cache_dir, domain_data_dir
 
 SPLITS = ("train", "dev", "test")
 MAX_HEIGHT = 1.0
 """Blocks rest on the table (y = 0.1 in the release); anything far above it is not a board."""
+
+OVERLAP_TOLERANCE = 0.1
+"""Two blocks of a start or goal board overlap when their centres are closer than
+``1 - OVERLAP_TOLERANCE`` block lengths on both axes. The release's simulator lets touching
+blocks sink into each other a little (train holds pairs 0.95 block lengths apart); a block
+inside another, or several stacked at one point, is not a board the agent can be scored on."""
 
 OFFICIAL_COMMIT = "798cba8"
 OFFICIAL_URL = "https://raw.githubusercontent.com/clic-lab/blocks/{commit}/BlockWorldSimulator/Assets/{file}"
@@ -117,14 +123,16 @@ def _parse_episode(episode, where: str) -> list[Transition]:
     for key in ("states", "notes", "decoration"):
         if key not in episode:
             raise BlocksDataError(f"{where}: missing key {key!r}")
+    if isinstance(episode.get("filename"), str):
+        where = f"{where} ({episode['filename']})"
     decoration = episode["decoration"]
     if decoration not in DECORATIONS:
         raise BlocksDataError(f"{where}: decoration must be 'digit' or 'logo', got {decoration!r}")
     frames = _parse_frames(episode["states"], where)
     episode_id = str(episode.get("filename", where))
     block_size = episode.get("side_length", 0.1524)
-    if isinstance(block_size, bool) or not isinstance(block_size, (int, float)) or not 0 < block_size < 1:
-        raise BlocksDataError(f"{where}: side_length must be a number between 0 and 1, got {block_size!r}")
+    if not _is_number(block_size) or not np.isclose(block_size, BLOCK_SIZE, rtol=1e-3):
+        raise BlocksDataError(f"{where}: side_length must be {BLOCK_SIZE} (the simulator's block), got {block_size!r}")
     block_size = float(block_size)
     if not isinstance(episode["notes"], list):
         raise BlocksDataError(f"{where}: 'notes' must be a list, got {type(episode['notes']).__name__}")
@@ -145,12 +153,13 @@ def _parse_frames(states, where: str) -> list[np.ndarray]:
         raise BlocksDataError(f"{where}: 'states' must be a non-empty list of frames")
     frames = []
     for index, frame in enumerate(states):
-        try:
-            array = np.asarray(frame, dtype=np.float64)
-        except (TypeError, ValueError) as error:
-            raise BlocksDataError(f"{where}, frame {index}: blocks must be [x, y, z] numbers") from error
-        if array.ndim != 2 or array.shape[1] != 3:
-            raise BlocksDataError(f"{where}, frame {index}: expected a list of [x, y, z] blocks, got shape {array.shape}")
+        if not isinstance(frame, list) or not frame \
+                or not all(isinstance(block, list) and len(block) == 3 for block in frame):
+            raise BlocksDataError(f"{where}, frame {index}: expected a non-empty list of [x, y, z] blocks")
+        bad = [value for block in frame for value in block if not _is_number(value)]
+        if bad:
+            raise BlocksDataError(f"{where}, frame {index}: block coordinates must be numbers, got {bad[0]!r}")
+        array = np.asarray(frame, dtype=np.float64)
         if not np.isfinite(array).all() or np.abs(array[:, [0, 2]]).max(initial=0) > BOARD_HALF \
                 or np.abs(array[:, 1]).max(initial=0) > MAX_HEIGHT:
             raise BlocksDataError(f"{where}, frame {index}: block coordinates must be finite and on the board "
@@ -163,14 +172,32 @@ def _parse_frames(states, where: str) -> list[np.ndarray]:
     return frames
 
 
+def _is_number(value) -> bool:
+    """A JSON number: ``true`` is not a coordinate, ``"0.5"`` is not a size."""
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def _overlapping_pair(board: np.ndarray, block_size: float) -> tuple[int, int] | None:
+    """The first two blocks (indices) of a ``[n, 2]`` board that overlap, if any (see OVERLAP_TOLERANCE)."""
+    gap = np.abs(board[:, None, :] - board[None, :, :]).max(axis=-1)
+    first, second = np.nonzero(np.triu(gap < (1 - OVERLAP_TOLERANCE) * block_size, k=1))
+    return (int(first[0]), int(second[0])) if len(first) else None
+
+
 def _parse_note(note, frames, episode_id, decoration, block_size, where) -> Transition:
-    try:
-        start, finish = int(note["start"]), int(note["finish"])
-        texts, users = note["notes"], note.get("users", [])
-    except (KeyError, TypeError, ValueError) as error:
-        raise BlocksDataError(f"{where}: A0 notes need integer 'start'/'finish' and a 'notes' list") from error
+    if "notes" not in note or not all(isinstance(note.get(key), int) and not isinstance(note.get(key), bool)
+                                      for key in ("start", "finish")):
+        raise BlocksDataError(f"{where}: A0 notes need integer 'start'/'finish' and a 'notes' list; got start "
+                              f"{note.get('start')!r}, finish {note.get('finish')!r}")
+    start, finish = note["start"], note["finish"]
+    texts, users = note["notes"], note.get("users", [])
     if not (0 <= start < len(frames) and 0 <= finish < len(frames)):
         raise BlocksDataError(f"{where}: frames {start}->{finish} outside the episode's {len(frames)} frames")
+    for name, frame in (("start", start), ("goal", finish)):
+        pair = _overlapping_pair(frames[frame], block_size)
+        if pair is not None:
+            raise BlocksDataError(f"{where}: blocks {pair[0] + 1} and {pair[1] + 1} overlap on the {name} board "
+                                  f"(frame {frame})")
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BlocksDataError(f"{where}: 'notes' must be a list of instruction strings")
     if not isinstance(users, list):

@@ -1,0 +1,171 @@
+"""Every recipe value outside its type, range or choices stops the run before any work, in one
+line naming the key, what it must be and what it was (zoo/recipe_schema.py)."""
+
+from __future__ import annotations
+
+import inspect
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from zoo import recipe_schema
+from zoo.experiment import load_config
+from zoo.recipe_schema import LIGHT_MODELS, RecipeConfigError, check_recipe_config
+
+RECIPES = Path(__file__).resolve().parent.parent / "recipes"
+BLOCKS = RECIPES / "blocks_policy.yaml"
+LIGHT_NAMES = ("light_bi", "light_cross", "light_generative", "light_memnet", "light_starspace")
+
+
+def light(name: str = "light_bi") -> list[Path]:
+    return [RECIPES / "light_common.yaml", RECIPES / f"{name}.yaml"]
+
+
+def refusal(recipe, *overrides: str) -> str:
+    with pytest.raises(RecipeConfigError) as caught:
+        load_config(recipe, list(overrides))
+    message = str(caught.value)
+    assert "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize("recipe, override, message", [
+    (light(), "seed=-1", "config key 'seed' must be an integer between 0 and 4294967295, got -1"),
+    (BLOCKS, "seed=99999999999999999999999",
+     "config key 'seed' must be an integer between 0 and 4294967295, got 99999999999999999999999"),
+    (light(), "threads=-3", "config key 'threads' must be an integer between 1 and 4096 or null, got -3"),
+    (light(), "data.batch_size=0", "config key 'data.batch_size' must be an integer >= 1, got 0"),
+    (BLOCKS, "data.replay_capacity=0", "config key 'data.replay_capacity' must be an integer >= 1, got 0"),
+    (light(), "trainer.max_epochs=-2", "config key 'trainer.max_epochs' must be an integer >= -1 or null, got -2"),
+    (BLOCKS, "trainer.max_epochs=1e400", "config key 'trainer.max_epochs' must be an integer >= -1 or null, got inf"),
+    (light(), "trainer.precision=bogus", "config key 'trainer.precision' must be one of 64, 32, 16, "),
+    (BLOCKS, "model.lstm_dim=-5", "config key 'model.lstm_dim' must be an integer between 1 and 4096, got -5"),
+    (BLOCKS, "model.embedding_dim=100000000",
+     "config key 'model.embedding_dim' must be an integer between 1 and 4096, got 100000000"),
+    (BLOCKS, "model.hidden_dim=0", "config key 'model.hidden_dim' must be an integer between 1 and 4096, got 0"),
+])
+def test_a_bad_value_is_one_line_naming_key_rule_and_value(recipe, override, message):
+    assert refusal(recipe, override).startswith(message)
+
+
+def test_the_precision_choices_are_lightnings():
+    message = refusal(light(), "trainer.precision=bogus")
+    assert "'bf16-mixed'" in message and "'16-mixed'" in message and message.endswith("got 'bogus'")
+    assert load_config(light(), ["trainer.precision=bf16-mixed"]).trainer.precision == "bf16-mixed"
+
+
+@pytest.mark.parametrize("recipe", [light(), BLOCKS])
+def test_more_devices_than_the_machine_has_is_refused(recipe, monkeypatch):
+    monkeypatch.setattr(recipe_schema, "machine_devices", lambda accelerator: ("CPU", 2))
+    assert refusal(recipe, "trainer.accelerator=cpu", "trainer.devices=99") == (
+        "config key 'trainer.devices' must be 'auto', an integer between 1 and 2 (the CPUs of this machine), got 99")
+
+
+def test_gpu_lists_must_name_this_machines_gpus(monkeypatch):
+    monkeypatch.setattr(recipe_schema, "machine_devices", lambda accelerator: ("GPU", 4))
+    assert load_config(light(), ["trainer.devices=[0,3]"]).trainer.devices == [0, 3]
+    assert load_config(light(), ["trainer.devices=-1"]).trainer.devices == -1
+    assert "a list of distinct GPU indices 0..3, got [0, 4]" in refusal(light(), "trainer.devices=[0,4]")
+
+
+@pytest.mark.parametrize("recipe", [light(), BLOCKS])
+def test_zero_epochs_and_automatic_devices_are_accepted(recipe):
+    assert load_config(recipe, ["trainer.max_epochs=0"]).trainer.max_epochs == 0
+    assert load_config(recipe, ["trainer.devices=auto"]).trainer.devices == "auto"
+
+
+@pytest.mark.parametrize("recipe, override, message", [
+    (light("light_memnet"), "model.options.heads=3", "config key 'model.options.heads' must divide model.options.dim (128), got 3"),
+    (light("light_generative"), "model.options.d_model=102", "must divide model.options.d_model (102), got 4"),
+    (light("light_cross"), "model.options.max_candidate_tokens=256", "must be less than model.options.max_context_tokens"),
+    (light("light_starspace"), "model.options.dim=100000000", "'model.options.dim' must be an integer between 1 and 4096"),
+    (light("light_memnet"), "model.options.vocab_size=0", "'model.options.vocab_size' must be an integer between 1 and 262144"),
+    (light(), "model.options.learning_rate=-1", "'model.options.learning_rate' must be a number > 0, got -1"),
+    (light(), "model.options.pooling=max", "'model.options.pooling' must be one of 'cls', 'mean', got 'max'"),
+    (light(), "data.limit={train: 0}", "config key 'data.limit' must be an integer >= 1, a mapping of train, valid"),
+    (light(), "data.features=everything", "config key 'data.features' must be one of 'parlai_default'"),
+    (light(), "trainer.logger=true", "config key 'trainer.logger' is set by zoo itself"),
+    (light(), "trainer.gradient_clip_val=-1", "config key 'trainer.gradient_clip_val' must be a number >= 0 or null"),
+    (BLOCKS, "bandit.reward=win", "config key 'bandit.reward' must be one of 'problem', 'f1', 'f2', 'shaped', 'distance'"),
+    (BLOCKS, "dqn.discount=1.5", "config key 'dqn.discount' must be a number between 0 and 1, got 1.5"),
+    (BLOCKS, "data.procedural_sizes={train: 0}", "config key 'data.procedural_sizes' must be a mapping of train, dev, test"),
+])
+def test_model_data_and_method_sections_are_checked(recipe, override, message):
+    assert message in refusal(recipe, override)
+
+
+def test_a_model_name_outside_the_zoo_lists_the_names():
+    assert refusal(light(), "model.name=light-gpt") == (
+        "config key 'model.name' must be one of 'light-bi-ranker', 'light-cross-ranker', 'light-generative', "
+        "'light-memnet', 'light-starspace', got 'light-gpt'")
+
+
+@pytest.mark.parametrize("recipe", [*(light(name) for name in LIGHT_NAMES), BLOCKS])
+def test_every_recipe_default_passes(recipe):
+    load_config(recipe, [])
+
+
+def test_every_light_constructor_argument_has_a_rule():
+    """A new constructor argument needs a rule here, or its bad values reach the model unchecked."""
+    from zoo.registry import model_spec
+
+    for name, options in LIGHT_MODELS.items():
+        arguments = set(inspect.signature(model_spec(name).cls.__init__).parameters) - {"self"}
+        fields = {field.alias or key for key, field in options.model_fields.items()}
+        assert arguments == fields, name
+        yaml = OmegaConf.load(RECIPES / f"{name.replace('-', '_').replace('_ranker', '')}.yaml")
+        assert set(yaml.model.options) <= fields, name
+
+
+def test_the_blocks_model_section_is_block_policy_arguments():
+    from zoo.models.block_policy import BlockPolicy
+
+    arguments = set(inspect.signature(BlockPolicy.__init__).parameters)
+    assert set(recipe_schema.BlocksModel.model_fields) <= arguments
+
+
+def test_the_choices_are_the_code_s_own():
+    from typing import get_args
+
+    from zoo.blocks.reward import REWARD_VARIANTS
+    from zoo.light.datamodule import SOURCES
+    from zoo.light.sim_config import SimConfig
+    from zoo.models import block_objectives, block_policy, generative, starspace
+    from zoo.models.backbone import POOLINGS
+
+    def choices(section, key):
+        return set(get_args(section.model_fields[key].annotation))
+
+    assert choices(recipe_schema.Bandit, "reward") == set(REWARD_VARIANTS)
+    assert choices(recipe_schema.Bandit, "update_weighting") == set(block_policy.UPDATE_WEIGHTINGS)
+    assert choices(recipe_schema.Bandit, "reward_baseline") == set(block_policy.REWARD_BASELINES)
+    assert choices(recipe_schema.Bandit, "gradient_clip_algorithm") == set(block_policy.CLIP_ALGORITHMS)
+    assert choices(recipe_schema.Bandit, "loss_form") == set(block_objectives.LOSS_FORMS)
+    assert choices(recipe_schema.BlocksModel, "init") == set(block_policy.INITIALISATIONS)
+    assert choices(recipe_schema.StarSpaceOptions, "pooling") == set(starspace.POOLINGS)
+    assert choices(recipe_schema.StarSpaceOptions, "similarity") == set(starspace.SIMILARITIES)
+    assert choices(recipe_schema.BiRankerOptions, "pooling") == set(POOLINGS)
+    assert choices(recipe_schema.GenerativeOptions, "start") == set(generative.START_POINTS)
+    assert choices(recipe_schema.LightData, "source") == set(SOURCES)
+    for preset in choices(recipe_schema.LightData, "sim_preset"):
+        SimConfig.preset(preset)
+
+
+def test_a_plain_dict_is_checked_too():
+    config = OmegaConf.to_container(load_config(BLOCKS, []))
+    config["data"]["batch_size"] = True  # a boolean is not a count
+    with pytest.raises(RecipeConfigError, match=r"'data.batch_size' must be an integer >= 1, got True"):
+        check_recipe_config(config)
+
+
+@pytest.mark.slow
+def test_the_recipe_script_prints_the_one_line_and_fails(tmp_path):
+    import subprocess
+    import sys
+
+    completed = subprocess.run([sys.executable, str(RECIPES / "blocks_policy.py"), "model.hidden_dim=0",
+                                f"run_dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300)
+    assert completed.returncode == 1
+    assert completed.stderr.strip() == "config key 'model.hidden_dim' must be an integer between 1 and 4096, got 0"
+    assert not (tmp_path / "run").exists()  # refused before any work
