@@ -1,6 +1,6 @@
 """How fast the contextual bandit learns under one update schedule: a short, fixed-budget run.
 
-The setting of issue 11's table: the released ``blocks-supervised`` policy with its
+The setting of docs/blocks.md's schedule table: the released ``blocks-supervised`` policy with its
 direction head re-initialised, the same shuffled training episodes for every schedule,
 rollouts sampled ``--rollout`` episodes at a time, Adam, clipping at 5, entropy 0.1; the
 greedy tuning error on the first ``--tuning`` tuning examples every ``--eval-every``

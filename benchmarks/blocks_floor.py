@@ -2,7 +2,7 @@
 
 The same network as :class:`zoo.models.block_policy.BlockPolicy` (Appendix C sizes), written
 here without zoo, Lightning or any data: the reference a training or evaluation speed is
-judged against (issue 11). Two numbers, each a median over repeats:
+judged against. Two numbers, each a median over repeats:
 
 * ``forward_frames_per_s``: a no-grad forward at batch 256 (what greedy evaluation and the
   rollout half of bandit training need per decision);

@@ -1,4 +1,4 @@
-"""The tracked first convolution against the dense one, on real Blocks rollouts (issue 11).
+"""The tracked first convolution against the dense one, on real Blocks rollouts.
 
 Between two steps of an episode one block moves, so a frame differs from the one before it
 only inside the moved block's footprints before and after (measured on 1,788 moves of
@@ -13,7 +13,7 @@ relative difference and the median time per step of each.
 
     python benchmarks/blocks_incremental_conv.py --episodes 128 --json
 
-Measured (session 8, 128 dev episodes x 40 steps, one thread, under a load of 4) with the
+Measured (128 dev episodes x 40 steps, one thread, under a load of 4) with the
 prototype this script used to hold (the same arithmetic): largest relative difference
 2.9e-6, 40.6 ms per step against 93.1 for the dense convolution (2.3x).
 """

@@ -1,4 +1,4 @@
-"""Time to build the full-size LIGHT-sim corpus and all its examples (issue 4: minutes, not hours).
+"""Time to build the full-size LIGHT-sim corpus and all its examples (the goal: minutes, not hours).
 
     python benchmarks/light_sim.py --json [--preset full] [--out runs/light-sim-full]
 

@@ -1,4 +1,4 @@
-"""What a LIGHT-sim v2 line costs on this machine, by precision and batch size (issue 16).
+"""What a LIGHT-sim v2 line costs on this machine, by precision and batch size.
 
     python benchmarks/light_sim_llm.py --json [--chats 6] [--threads 1] [--variants float32:16,bfloat16:16,bfloat16:64]
     python benchmarks/light_sim_llm.py --json --chats 16 --variants bfloat16:64:sort,bfloat16:64

@@ -16,7 +16,7 @@
    procedural boards without), each given its own instruction; the policy's whole execution
    with rendering, and the same plus writing the GIF.
 
-Targets (issue 15): later starts under 10 s, a LIGHT turn under 1 s at the median, a Blocks
+Targets: later starts under 10 s, a LIGHT turn under 1 s at the median, a Blocks
 instruction under 2 s. The last line is one JSON object; it records the machine's load
 average, since the figures depend on what else runs.
 """

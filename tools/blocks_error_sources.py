@@ -3,7 +3,7 @@
     python tools/blocks_error_sources.py blocks-supervised blocks-bandit --json \
         --out docs/results/blocks_error_sources.jsonl
 
-The paper's metric sums every block's distance to its goal (spec §5.1), so a policy loses in
+The paper's metric sums every block's distance to its goal (docs/blocks_environment.md §5.1), so a policy loses in
 two ways: it moves blocks the instruction did not mean (each adds its displacement), or it
 moves the right one to the wrong place. Each policy plays dev greedily twice:
 

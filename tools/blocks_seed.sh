@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
-# One seed of the paper's Blocks experiment (spec §6.4), resumable at any point:
+# One seed of the paper's Blocks experiment (docs/blocks_environment.md §6.4), resumable at any point:
 #   1. supervised initialisation: 2 epochs on demonstrations, one Adam step per episode on 32
 #      draws from the last 2,000 steps, the original's initialisation;
 #   2. the contextual bandit with F1+F2 shaping from that start (direction head re-initialised),
 #      up to 30 epochs, the model of every epoch kept and the best by tuning error exported.
-# Run it in the background from frozen code with tools/launch_run.sh:
-#   tools/launch_run.sh blocks-seed0 tools/blocks_seed.sh 0 [extra bandit overrides]
+# Run it:
+#   tools/blocks_seed.sh 0 [extra bandit overrides]
 # Each stage resumes from its run directory's last.ckpt, so relaunching the same command after
 # any interruption continues where it stopped. Needs $ZOO_DATA_DIR/blocks (the real data).
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -euo pipefail
 seed="$1"; shift
 here="$(cd "$(dirname "$0")/.." && pwd)"

@@ -6,7 +6,7 @@
     python tools/blocks_seeds.py starts --seeds 1 2 --plot docs/results/blocks_supervised_starts.png
 
 ``report`` reads each seed's ``metrics.jsonl`` (``runs/blocks/sup-orig-sN`` for the supervised
-start, ``runs/blocks/bandit-sN`` for the bandit; written by every run since session 9), prints
+start, ``runs/blocks/bandit-sN`` for the bandit), prints
 each epoch's errors with the dev closest approach and greedy decisions per dev episode (40.0:
 the policy never stops), and plots the dev mean error after each bandit epoch, one line per
 seed, beside the paper's figures. ``--recorded`` adds seeds whose run directories are gone, from rows measured when
@@ -149,7 +149,7 @@ def plot_starts(rows: list[dict], out: Path) -> None:
     paper_line(axis, PAPER_DEV["supervised, paper"], "supervised, paper (dev)")
     axis.xaxis.get_major_locator().set_params(integer=True)
     axis.legend(fontsize=8)
-    save(figure, axis, out, "supervised epochs (spec §6.4: one step per demonstration, 11,196 per epoch)",
+    save(figure, axis, out, "supervised epochs (docs/blocks_environment.md §6.4: one step per demonstration, 11,196 per epoch)",
          "mean distance error, greedy (block lengths)", "Blocks, supervised starts with and without the previous-action input")
 
 

@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # Short bandit runs on one budget from one supervised start, each ending with the STOP probe:
 # which setting keeps the policy's STOP alive, and what that does to the tuning error.
-#   tools/launch_run.sh stop-default tools/blocks_stop_study.sh default
-#   tools/launch_run.sh stop-keep-head tools/blocks_stop_study.sh keep-head --reset-direction-head 0
+#   tools/blocks_stop_study.sh default
+#   tools/blocks_stop_study.sh keep-head --reset-direction-head 0
 # The name is the first argument; the rest go to benchmarks/blocks_bandit_schedule.py (after the
 # recipe's defaults: rollouts of 16, 4 episodes per update). Results: runs/blocks/stop-study/
 # <name>.jsonl (the curve) and probe.jsonl (one line per finished run). A finished run is skipped.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -euo pipefail
 name="$1"; shift
 here="$(cd "$(dirname "$0")/.." && pwd)"

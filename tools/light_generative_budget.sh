@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# The two starting points of the generative transformer on one data budget (issue 13): the
+# The two starting points of the generative transformer on one data budget: the
 # first TRAIN dialogue examples of LIGHT-sim, one pass, then valid/test on the first examples.
-#   tools/launch_run.sh gen-budget tools/light_generative_budget.sh runs/light-sim-full 24000
+#   tools/light_generative_budget.sh runs/light-sim-full 24000
 # Each run resumes from its run directory; a finished one (results.json: ppl, word_ppl, f1,
 # r_at_1) is skipped.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -euo pipefail
 sim="$1"; train="${2:-24000}"; shift $(( $# < 2 ? $# : 2 ))
 here="$(cd "$(dirname "$0")/.." && pwd)"

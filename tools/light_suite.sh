@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Train and test the LIGHT neural rankers behind README Tables 4 and 5 as parallel jobs on one
+# Train and test the LIGHT neural rankers behind docs/light.md Tables 4 and 5 as parallel jobs on one
 # machine: the bi- and cross-ranker on the three tasks, a bi-ranker with two encoders beside
 # the shared one, and the bi-ranker's grounding ablations on a fixed slice of dialogue
 # training data. The small encoders leave a GPU mostly idle, so jobs share it (and the CPU
@@ -11,6 +11,7 @@
 # max_time, default 00:00:04:40), DEADLINE (seconds after which unfinished jobs are stopped,
 # default 540), EXTRA (overrides added to every job, e.g. "data.limit=64" for a smoke test),
 # PYTHON (default python). Each job writes OUT_DIR/runs/NAME/results.json and OUT_DIR/logs/NAME.log.
+case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${1:?usage: tools/light_suite.sh OUT_DIR [JOB ...]}"; shift

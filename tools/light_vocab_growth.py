@@ -3,7 +3,7 @@
     python tools/light_vocab_growth.py "v1 full=runs/light-sim-full" "v2 small=runs/light-sim-v2-small" \
         --json docs/results/light_vocab_growth.jsonl --plot docs/results/light_vocab_growth.png
 
-Why: the goal (issue 16) is a training vocabulary within 25% of real LIGHT's ~32k at 110,877
+Why: the goal is a training vocabulary within 25% of real LIGHT's ~32k at 110,877
 utterances, but a corpus of that size costs ~26 core-hours of writing, so whether a speech
 setting can reach it has to be judged from a smaller corpus first. Vocabulary grows like a
 power of the number of utterances (Heaps' law, V ~ N^beta), so the local exponent between two
@@ -38,7 +38,7 @@ from zoo.light.stats import PAPER_TABLE1, WORD, vocabulary_growth
 
 REAL_TRAIN_UTTERANCES = int(PAPER_TABLE1["train"]["utterances"])
 REAL_VOCABULARY = 32_000
-"""Real LIGHT's training vocabulary as issue 16 states it (~32k); the goal is within 25% of it."""
+"""Real LIGHT's training vocabulary as the LIGHT-sim v2 goals states it (~32k); the goal is within 25% of it."""
 GOAL = (0.75 * REAL_VOCABULARY, 1.25 * REAL_VOCABULARY)
 POINTS = tuple(sorted({int(round(250 * 2 ** (k / 2))) for k in range(0, 20)} | {REAL_TRAIN_UTTERANCES}))
 """Half-octave steps from 250 utterances, and the real training split's size (each corpus adds its own)."""

@@ -19,6 +19,7 @@ COMMAND_MODULES = ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play")
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="zoo", description="Grounded-language model zoo: LIGHT and Blocks.")
     parser.add_argument("--verbose", action="store_true", help="keep the libraries' own logging and expected warnings")
+    parser.add_argument("--version", action="version", version=f"zoo {_version()}")
     commands = parser.add_subparsers(dest="command", required=True)
     evaluate = commands.add_parser("eval", help="evaluate a model or baseline on a benchmark")
     eval_domains = evaluate.add_subparsers(dest="domain", required=True)
@@ -37,6 +38,12 @@ def build_parser() -> argparse.ArgumentParser:
             continue
         module.add_commands(commands, eval_domains)
     return parser
+
+
+def _version() -> str:
+    from zoo import __version__
+
+    return __version__
 
 
 def _list_models(args) -> int:
