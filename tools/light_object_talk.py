@@ -94,7 +94,7 @@ def grounding_budget(directory: Path, budget: int, cases: int) -> dict:
     from zoo.light.datamodule import LightDataModule
     from zoo.models.backbone import default_backbone_path, split_grounding
 
-    tokenizer = AutoTokenizer.from_pretrained(str(default_backbone_path()))
+    tokenizer = AutoTokenizer.from_pretrained(str(default_backbone_path()), trust_remote_code=False)
 
     def starts(header: str) -> list[tuple[str, int]]:
         """(object line, index of its first word piece) for each object line of ``header``."""

@@ -16,7 +16,11 @@ from typing import Any
 import lightning as L
 import torch
 
-from zoo.weights import MAX_SHARD_BYTES, load_weights, save_weights, weight_shapes
+from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
+from zoo.safe_json import read_json
+from zoo.weights import MAX_SHARD_BYTES, check_against_weights, load_weights, save_weights
+
+__all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "read_checkpoint_config", "refuse_remote_code"]
 
 CONFIG_NAME = "config.json"
 
@@ -80,9 +84,10 @@ class Grounded(L.LightningModule):
         verified by sha256, even if a folder of that name sits in the working directory.
         Weights are safetensors: nothing is unpickled. What a file may decide is limited:
         network access and remote code come only from the caller (``allow_download`` is
-        off unless passed here, and configs asking for custom code are refused), and the
-        architecture the config describes is checked against the weights' shapes (read from
-        the safetensors header) before anything is allocated.
+        off unless passed here, and a folder with any settings file asking for custom code is
+        refused: :mod:`zoo.remote_code`), and the architecture the config describes is checked
+        against the weights' shapes (read from the safetensors header) before anything is
+        allocated (:func:`zoo.weights.check_against_weights`).
         """
         from zoo.hub import fetch_pretrained, looks_like_path
 
@@ -92,6 +97,7 @@ class Grounded(L.LightningModule):
                 raise FileNotFoundError(f"{str(name_or_path)!r} is not a directory (a released name has no '/' or leading '.')")
         else:
             directory = fetch_pretrained(str(name_or_path))
+        refuse_remote_code_in_folder(directory)  # before any file of it reaches transformers
         target, config = read_checkpoint_config(directory, cls)
         if "allow_download" in config:
             config["allow_download"] = False  # a file never turns the network on; the caller may
@@ -117,10 +123,7 @@ def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
         raise FileNotFoundError(f"{directory} has no {CONFIG_NAME}; is it a save_pretrained directory?")
-    try:
-        payload = json.loads(config_path.read_text())
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise ValueError(f"{config_path} is not valid JSON: {error}") from None
+    payload = read_json(config_path)
     if not isinstance(payload, dict) or not isinstance(payload.get("model_class"), str) \
             or not isinstance(payload.get("config"), dict):
         raise ValueError(f"{config_path} must be an object with 'model_class' (a string) and 'config' (an object)")
@@ -143,38 +146,3 @@ def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]
         if unknown:
             raise ValueError(f"{config_path}: {target.__name__} takes no argument(s) {', '.join(map(repr, unknown))}")
     return target, config
-
-
-def refuse_remote_code(config: dict, where: Path) -> None:
-    """Configs that would make transformers import code shipped with a model are refused."""
-    def walk(value):
-        if isinstance(value, dict):
-            for key, inner in value.items():
-                if key in ("auto_map", "trust_remote_code") and inner:
-                    raise ValueError(f"{where} asks to run code shipped with the model ({key}); zoo never does")
-                walk(inner)
-        elif isinstance(value, list):
-            for inner in value:
-                walk(inner)
-
-    walk(config)
-
-
-def check_against_weights(target: type, config: dict, directory: Path) -> None:
-    """Build the architecture on the meta device (no memory) and compare every parameter's
-    shape with the safetensors headers, so a config claiming ``lstm_dim=200000`` fails in one
-    line instead of allocating hundreds of gigabytes."""
-    shapes = weight_shapes(directory)
-    try:
-        with torch.device("meta"):
-            skeleton = target(**config)
-            skeleton.load_extra_files(directory)  # vocabularies that size embeddings
-    except Exception as error:  # noqa: BLE001 - a config the constructor rejects
-        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
-        raise ValueError(f"cannot build a {target.__name__} from {directory / CONFIG_NAME}: {first}") from None
-    expected = {name: tuple(tensor.shape) for name, tensor in skeleton.state_dict().items()}
-    for name, shape in expected.items():
-        if 0 in shape:  # sized by the model's own files when it loads (IR's vocabulary), not by the config
-            continue
-        if name in shapes and shapes[name] != shape:
-            raise ValueError(f"{directory}: the config makes {name} {shape}, the weights hold {shapes[name]}")

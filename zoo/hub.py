@@ -28,7 +28,6 @@ most need that are the ones behind a firewall.
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 import os
 import re
@@ -48,6 +47,7 @@ from urllib.parse import urlparse
 import zoo
 from zoo.files import STALE_SECONDS, remove_stale
 from zoo.paths import cache_dir
+from zoo.safe_json import JsonError, read_json
 
 MANIFEST_ENV = "ZOO_MANIFEST"
 MIRROR_ENV = "ZOO_CHECKPOINTS"
@@ -478,11 +478,13 @@ def load_manifest(path: str | os.PathLike | None = None) -> dict[str, Pretrained
     """Every entry of the manifest by name, validated so that mistakes fail at load time."""
     path = Path(path) if path is not None else manifest_path()
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
+        if not path.is_file():
+            raise FileNotFoundError(path)
+        raw = read_json(path)
     except FileNotFoundError as error:
         raise ManifestError(f"checkpoint manifest {path} does not exist (set {MANIFEST_ENV} to override)") from error
-    except json.JSONDecodeError as error:
-        raise ManifestError(f"checkpoint manifest {path} is not valid JSON: {error}") from error
+    except JsonError as error:
+        raise ManifestError(f"checkpoint manifest {error}") from None
     return _parse_manifest(raw, path)
 
 

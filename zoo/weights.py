@@ -16,11 +16,14 @@ they load into the model's own precision.
 
 from __future__ import annotations
 
-import json
+import math
 import re
+from contextlib import contextmanager
 from pathlib import Path
 
 import torch
+
+from zoo.safe_json import read_json
 
 MAX_SHARD_BYTES = 16 * 1024 * 1024
 SINGLE_FILE = "model.safetensors"
@@ -102,8 +105,8 @@ def weight_files(directory: Path) -> list[Path]:
     index = directory / INDEX_FILE
     if index.is_file():
         try:
-            names = sorted(set(json.loads(index.read_text())["weight_map"].values()))
-        except (ValueError, KeyError, TypeError) as error:
+            names = sorted(set(read_json(index)["weight_map"].values()))
+        except (ValueError, KeyError, TypeError, AttributeError) as error:
             raise ValueError(f"{index} is not a readable shard index ({error})") from None
         if any(Path(name).name != name for name in names):
             raise ValueError(f"{index} names a shard outside its directory")
@@ -166,3 +169,83 @@ def tied_to_loaded(model: torch.nn.Module, missing: set[str]) -> set[str]:
         if tensor.numel():  # empty tensors all sit at address 0 without being tied
             owners.setdefault(tensor.data_ptr(), set()).add(name)
     return {name for name in missing if state[name].numel() and owners[state[name].data_ptr()] - missing}
+
+
+class ArchitectureTooLarge(ValueError):
+    """A config describes more parameters than its weights hold; raised while it is built."""
+
+
+@contextmanager
+def parameter_budget(limit: int, where: Path):
+    """Abort any module construction in this block once the parameters and buffers it has
+    registered or deep-copied exceed ``limit`` elements: a config asking for 1500 layers stops after the
+    few the weights could fill, instead of building the rest (even on the meta device, each
+    layer costs Python objects)."""
+    from torch.nn.modules import module as torch_module
+
+    seen: set[int] = set()
+    total = [0]
+
+    def count(_module, _name, tensor):
+        if tensor is not None and id(tensor) not in seen:
+            seen.add(id(tensor))
+            total[0] += tensor.numel()
+            if total[0] > limit:
+                raise ArchitectureTooLarge(f"{where}: the config builds more than the {limit} parameters "
+                                           "the weights allow; refused before allocating")
+
+    def counted_deepcopy(parameter, memo):  # layer stacks (nn.TransformerEncoder) are deep copies
+        copied = deepcopy_parameter(parameter, memo)
+        count(None, None, copied)
+        return copied
+
+    deepcopy_parameter = torch.nn.Parameter.__deepcopy__
+    handles = [torch_module.register_module_parameter_registration_hook(count),
+               torch_module.register_module_buffer_registration_hook(count)]
+    torch.nn.Parameter.__deepcopy__ = counted_deepcopy
+    try:
+        yield
+    finally:
+        torch.nn.Parameter.__deepcopy__ = deepcopy_parameter
+        for handle in handles:
+            handle.remove()
+
+
+def check_against_weights(target: type, config: dict, directory: Path) -> None:
+    """Refuse, in one line and before anything is allocated, a config whose architecture the
+    weights cannot fill: built on the meta device (shapes, no storage) under a parameter
+    budget of four times what the safetensors headers hold (ties and discarded heads are built
+    before they are tied or dropped), every parameter and buffer must be in
+    the headers with its shape (a tensor tied to another counts once), and the architecture's
+    parameters may not outnumber the stored ones. So ``lstm_dim=200000``, ``layers: 1500`` or
+    an ensemble listing its members 150 times fails here instead of allocating gigabytes."""
+    shapes = weight_shapes(directory)
+    stored = sum(math.prod(shape) for shape in shapes.values())
+    where = Path(directory) / "config.json"
+    try:
+        with parameter_budget(4 * stored + 2 ** 20, where), torch.device("meta"):
+            skeleton = target(**config)
+            skeleton.load_extra_files(directory)  # vocabularies that size embeddings
+    except ArchitectureTooLarge:
+        raise
+    except Exception as error:  # noqa: BLE001 - a config the constructor rejects
+        first = str(error).strip().splitlines()[0] if str(error).strip() else type(error).__name__
+        raise ValueError(f"cannot build a {target.__name__} from {where}: {first}") from None
+    groups: dict[int, list[str]] = {}
+    tensors = skeleton.state_dict(keep_vars=True)
+    for name, tensor in tensors.items():
+        groups.setdefault(id(tensor), []).append(name)
+    needed = 0
+    for names in groups.values():
+        shape = tuple(tensors[names[0]].shape)
+        if 0 in shape:  # sized by the model's own files when it loads (IR's vocabulary), not by the config
+            continue
+        needed += math.prod(shape)
+        present = [name for name in names if name in shapes]
+        if not present:
+            raise ValueError(f"{directory}: the config makes {names[0]} {shape}, which the weights do not hold")
+        for name in present:
+            if shapes[name] != shape:
+                raise ValueError(f"{directory}: the config makes {name} {shape}, the weights hold {shapes[name]}")
+    if needed > stored:
+        raise ValueError(f"{directory}: the config needs {needed} parameters, the weights hold {stored}")

@@ -7,13 +7,13 @@ cache) or, when asked, are downloaded from the official repository and checked b
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
 import numpy as np
 
 from zoo.blocks.geometry import BLOCK_SIZE, BOARD_HALF
+from zoo.safe_json import JsonError, read_json
 from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition
 from zoo.paths import cache_dir, domain_data_dir
 
@@ -72,11 +72,9 @@ def load_split(split: str, data_dir: str | os.PathLike | None = None, download: 
     """Load one split of the release: transitions, examples and the tuning mask."""
     path = locate_split(split, data_dir, download)
     try:
-        raw = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (json.JSONDecodeError, UnicodeDecodeError) as error:
-        raise BlocksDataError(f"{path} is not valid JSON: {error}") from error
-    except RecursionError:
-        raise BlocksDataError(f"{path}: JSON nested too deeply to be a Blocks split") from None
+        raw = read_json(path)
+    except JsonError as error:
+        raise BlocksDataError(str(error)) from None
     episodes = parse_episodes(raw, source=str(path))
     return build_split(split, episodes)
 

@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
+from zoo.safe_json import JsonError, read_json
 from zoo.light.records import LightDataError
 from zoo.light.world import Affordances, CharacterSpec, Exit, ObjectSpec, RoomSpec, World
 from zoo.paths import domain_data_dir
@@ -194,9 +195,9 @@ def world_from_environment(raw: Mapping[str, Any], source: str = "official") -> 
 
 def _read_json(path: Path) -> Any:
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as error:
-        raise LightDataError(f"{path}: not valid JSON ({error})") from error
+        return read_json(path)
+    except JsonError as error:
+        raise LightDataError(str(error)) from None
 
 
 def _entries(raw: Mapping[str, Any], key: str) -> Iterable[tuple[Any, Mapping[str, Any]]]:

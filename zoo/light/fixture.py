@@ -14,13 +14,13 @@ sha256 check of the release does not apply). The meta is plain JSON.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Sequence
 
+from zoo.safe_json import JsonError, read_json
 from zoo.light.records import Episode, LightDataError
 from zoo.light.release import load_episodes
 from zoo.paths import domain_data_dir
@@ -75,9 +75,9 @@ def load_fixture(data_dir: str | os.PathLike | None = None) -> LightFixture:
             raise FileNotFoundError(f"LIGHT fixture file {path} not found")
     episodes = load_episodes(pickle_path, verify=False)
     try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as error:
-        raise LightDataError(f"{meta_path}: not valid JSON ({error})") from None
+        meta = read_json(meta_path)
+    except JsonError as error:
+        raise LightDataError(str(error)) from None
     if not isinstance(meta, list) or len(meta) != len(episodes):
         raise LightDataError(f"{meta_path}: expected a list of {len(episodes)} entries, one per fixture episode")
     turns, personas = [], []

@@ -234,10 +234,16 @@ class ChatLineWriter:
         directory, extra = (self.path.parent, {"gguf_file": self.path.name}) if self.path.is_file() else (self.path, {})
         if extra and importlib.util.find_spec("gguf") is None:
             raise LanguageModelMissing(f"reading {self.path.name} needs the gguf package; {INSTALL_HINT}")
+        from zoo.remote_code import RemoteCodeError, refuse_remote_code_in_folder
+
         try:
-            tokenizer = AutoTokenizer.from_pretrained(directory, **extra)
+            refuse_remote_code_in_folder(directory)
+        except RemoteCodeError as error:
+            raise LanguageModelMissing(str(error)) from None
+        try:
+            tokenizer = AutoTokenizer.from_pretrained(directory, trust_remote_code=False, **extra)
             weights = torch.float32 if self.dtype == "int8" else getattr(torch, self.dtype)
-            model = AutoModelForCausalLM.from_pretrained(directory, dtype=weights, **extra)
+            model = AutoModelForCausalLM.from_pretrained(directory, dtype=weights, trust_remote_code=False, **extra)
         except (OSError, ValueError) as error:
             if "accelerate" in str(error):
                 raise LanguageModelMissing(f"reading {self.path.name} needs accelerate; {INSTALL_HINT}") from error

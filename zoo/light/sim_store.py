@@ -11,6 +11,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from zoo.safe_json import read_json
 from zoo.light.environment import load_world
 from zoo.light.records import Episode
 from zoo.light.release import SPLITS, load_episodes, split_positions
@@ -126,4 +127,4 @@ def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLi
 
 def load_manifest(directory: str | os.PathLike) -> dict:
     path = Path(directory) / MANIFEST
-    return json.loads(path.read_text()) if path.is_file() else {}
+    return read_json(path) if path.is_file() else {}

@@ -51,13 +51,17 @@ def load_encoder(backbone: str | None, backbone_config: dict | None, allow_downl
     ``backbone_config`` (weights come from a saved ranker; tokenizer from its directory)."""
     from transformers import AutoConfig, AutoModel, AutoTokenizer
 
+    from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
+
     if backbone_config is not None:
+        refuse_remote_code(backbone_config, "backbone_config")
         config = AutoConfig.for_model(**backbone_config)
-        return _without_pooler(AutoModel.from_config(config)).train(), None
+        return _without_pooler(AutoModel.from_config(config, trust_remote_code=False)).train(), None
     source = resolve_backbone(backbone)
+    refuse_remote_code_in_folder(source)
     try:
-        model = AutoModel.from_pretrained(source, local_files_only=not allow_download)
-        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_download)
+        model = AutoModel.from_pretrained(source, local_files_only=not allow_download, trust_remote_code=False)
+        tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_download, trust_remote_code=False)
     except OSError as error:
         hint = "" if allow_download else " (downloads are off: pass allow_download=True to fetch it from the hub)"
         raise BackboneError(f"cannot load the encoder {source!r}{hint}: {error}") from None
@@ -76,10 +80,13 @@ def _without_pooler(model: nn.Module) -> nn.Module:
 def load_tokenizer(directory: Path):
     from transformers import AutoTokenizer
 
+    from zoo.remote_code import refuse_remote_code_in_folder
+
     path = directory / TOKENIZER_DIR
     if not path.is_dir():
         raise BackboneError(f"{directory} has no {TOKENIZER_DIR}/ directory: not a saved ranker?")
-    return AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+    refuse_remote_code_in_folder(path)
+    return AutoTokenizer.from_pretrained(str(path), local_files_only=True, trust_remote_code=False)
 
 
 POOLINGS = ("cls", "mean")

@@ -137,14 +137,20 @@ class GenerativeTransformer(NeuralRanker):
             EncoderDecoderModel,
         )
 
+        from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
+
         if model_config is not None:  # a saved model: architecture only, weights follow
+            refuse_remote_code(model_config, "model_config")
             model = EncoderDecoderModel(config=EncoderDecoderConfig.from_dict(model_config))
         else:
             source = resolve_backbone(backbone)
+            refuse_remote_code_in_folder(source)
             # from_pretrained returns eval mode, and Lightning trains modules in the mode it gets
             # them: without train() the warm start would fine-tune with MiniLM's dropout off.
-            model = EncoderDecoderModel.from_encoder_decoder_pretrained(source, source).train()
-            self.tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_download)
+            model = EncoderDecoderModel.from_encoder_decoder_pretrained(
+                source, source, encoder_trust_remote_code=False, decoder_trust_remote_code=False).train()
+            self.tokenizer = AutoTokenizer.from_pretrained(source, local_files_only=not allow_download,
+                                                           trust_remote_code=False)
         model.encoder.pooler = None  # never reaches the loss (DDP would call it unused)
         tie_decoder_to_encoder(model.encoder, model.decoder.bert)
         model.decoder.tie_weights()  # LM head = (the shared) word embeddings
@@ -197,7 +203,11 @@ class GenerativeTransformer(NeuralRanker):
     def load_extra_files(self, directory: Path) -> None:
         from transformers import AutoTokenizer
 
-        self.tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR), local_files_only=True)
+        from zoo.remote_code import refuse_remote_code_in_folder
+
+        refuse_remote_code_in_folder(directory / TOKENIZER_DIR)
+        self.tokenizer = AutoTokenizer.from_pretrained(str(directory / TOKENIZER_DIR), local_files_only=True,
+                                                       trust_remote_code=False)
 
     # ------------------------------------------------------------------ tokens
     def _ids(self, texts: Sequence[str]) -> list[list[int]]:

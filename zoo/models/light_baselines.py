@@ -32,6 +32,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.safe_json import read_json
 from zoo.grounded import Grounded
 from zoo.registry import register_model
 
@@ -184,7 +185,7 @@ class IRRanker(LightRanker):
         (directory / "vocab.json").write_text(json.dumps(sorted(self.vocab, key=self.vocab.get)))
 
     def load_extra_files(self, directory: Path) -> None:
-        words = json.loads((directory / "vocab.json").read_text())
+        words = read_json(directory / "vocab.json")
         self.vocab = {w: i for i, w in enumerate(words)}
         self.idf = torch.zeros(len(words))
         self._lines = LineCache(self._line_counts)

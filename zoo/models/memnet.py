@@ -38,6 +38,7 @@ import numpy as np
 import torch
 from torch import nn
 
+from zoo.safe_json import read_json
 from zoo.light.items import LightItem
 from zoo.models.light_baselines import LineCache, tokenize
 from zoo.models.neural_ranker import NeuralRanker, candidate_owner, pad_candidate_scores
@@ -195,7 +196,7 @@ class TransformerMemNet(NeuralRanker):
         (directory / "vocab.json").write_text(json.dumps(self.words))
 
     def load_extra_files(self, directory: Path) -> None:
-        self.set_vocab(json.loads((directory / "vocab.json").read_text()))
+        self.set_vocab(read_json(directory / "vocab.json"))
 
     def encode_text(self, ids: torch.Tensor) -> torch.Tensor:
         """Memories and dialogue contexts ``[N, L]`` -> ``[N, d]``."""

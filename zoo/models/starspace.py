@@ -35,6 +35,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.safe_json import read_json
 from zoo.light.items import LightItem
 from zoo.light.world import NEIGHBOUR_KINDS
 from zoo.models.light_baselines import LineCache, tokenize
@@ -338,11 +339,11 @@ class StarSpaceRanker(NeuralRanker):
 
     def load_extra_files(self, directory: Path) -> None:
         """Size the table from the saved vocabulary before the weights (and idf) are loaded."""
-        self._set_vocabulary(json.loads((directory / VOCAB_FILE).read_text()))
+        self._set_vocabulary(read_json(directory / VOCAB_FILE))
         actions = directory / ACTIONS_FILE
-        self.actions = json.loads(actions.read_text()) if actions.is_file() else []
+        self.actions = read_json(actions) if actions.is_file() else []
         entities = directory / ENTITIES_FILE
-        self.entities = json.loads(entities.read_text()) if entities.is_file() else None
+        self.entities = read_json(entities) if entities.is_file() else None
 
     def on_load_checkpoint(self, checkpoint: dict[str, Any]) -> None:
         """A Lightning checkpoint of a trained model: resize to its table before loading."""

@@ -28,6 +28,7 @@ from pathlib import Path
 
 import torch
 
+from zoo.safe_json import read_json
 from zoo.models.candidate_cache import RetrievalIndex, weights_stamp
 from zoo.paths import cache_dir
 
@@ -132,14 +133,14 @@ def load_index(directory: Path, model, weights: str, corpus: str) -> RetrievalIn
     if not (directory / INDEX_FILE).is_file():
         return None
     try:
-        meta = json.loads((directory / INDEX_FILE).read_text())
+        meta = read_json(directory / INDEX_FILE)
         if (meta.get("version"), meta.get("weights_sha256"), meta.get("corpus_sha256")) != (INDEX_VERSION, weights, corpus):
             return None
         for name, key in ((EMBEDDINGS_FILE, "embeddings_sha256"), (TEXTS_FILE, "texts_sha256")):
             if _sha256_file(directory / name) != meta.get(key):
                 log.warning("retrieval index %s: %s does not match its recorded sha256; rebuilding", directory, name)
                 return None
-        texts = json.loads((directory / TEXTS_FILE).read_text(encoding="utf-8"))
+        texts = read_json(directory / TEXTS_FILE)
         matrix = load_file(str(directory / EMBEDDINGS_FILE))["embeddings"].float()
     except (OSError, ValueError, KeyError) as error:
         log.warning("retrieval index %s unreadable (%s); rebuilding", directory, error)
