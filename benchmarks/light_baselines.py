@@ -20,6 +20,7 @@ from pathlib import Path
 import lightning as L
 
 from zoo.light.datamodule import LightDataModule
+from zoo.light.sim import SimCorpus
 from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_name
 from zoo.registry import create_model
 
@@ -58,7 +59,7 @@ def main() -> None:
               f"(chance {result['chance']:.4f}, n {result['n']})  <- {cmd}", flush=True)
 
     for task in args.tasks.split(","):
-        module = LightDataModule(task=task, source=args.source, sim_dir=args.sim_dir)
+        module = LightDataModule(task=task, source=args.source, sim=SimCorpus(), sim_dir=args.sim_dir)
         module.prepare_data()
         for name in args.models.split(","):
             start = time.perf_counter()
@@ -85,7 +86,8 @@ def main() -> None:
             print(f"  ({name} on {task}: {time.perf_counter() - start:.0f}s)", flush=True)
         if task == "dialogue" and args.ablations:
             for features in args.ablations.split(","):
-                ablated = LightDataModule(task=task, features=features, source=args.source, sim_dir=args.sim_dir)
+                ablated = LightDataModule(task=task, features=features, source=args.source, sim=SimCorpus(),
+                                          sim_dir=args.sim_dir)
                 for split in ("test", "test_unseen"):
                     model = fit_ir(create_model("light-ir"), ablated)
                     record("ir", task, split, features, evaluate_ranker(model, ablated.dataset(split), task),

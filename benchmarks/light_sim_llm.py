@@ -9,7 +9,7 @@ vocabulary, ``torch.multinomial`` over it: what the writer did before :func:`nuc
 so the two samplers are measured side by side; their lines differ (they spend the seeds
 differently), their distributions do not. A variant ``dtype:batch:noreuse`` prefills every
 prompt whole instead of reusing what it shares with its speaker's previous prompt
-(:mod:`zoo.light.prompt_prefixes`); ``reused_tokens`` counts the prompt tokens not run again
+(:mod:`zoo.light.sim.prompt_prefixes`); ``reused_tokens`` counts the prompt tokens not run again
 (``prompt_tokens`` counts them all). ``sampler_ms`` times the two samplers alone on one
 decoding step's probabilities (64 rows of the model's vocabulary).
 
@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 from zoo.light.environment import load_world
-from zoo.light.llm_writer import ChatLineWriter, nucleus_sample
+from zoo.light.sim.line_writer import ChatLineWriter, nucleus_sample
 from zoo.light.sim import SimConfig, build_corpus
 
 

@@ -111,6 +111,78 @@ def test_domains_import_neither_models_nor_what_joins_them():
     assert problems == [], "\n".join(problems)
 
 
+def import_graph(root: Path = REPO, package: str = "zoo") -> dict[str, set[str]]:
+    """Every module of ``package`` (under ``root``) -> the modules of ``package`` it imports, at any
+    depth (:func:`imported_names`), each name resolved to the module it lives in
+    (``zoo.light.sim.SimConfig`` -> ``zoo.light.sim``). Only the imports written count: the parent
+    packages Python runs first are no edge, or every module would sit in a circle with its package;
+    so ``from zoo.light.sim import speech`` is an edge to ``zoo.light.sim.speech`` alone."""
+    files = sorted((root / package).rglob("*.py"))
+    names = {".".join(path.relative_to(root).with_suffix("").parts[:-1] if path.name == "__init__.py"
+                      else path.relative_to(root).with_suffix("").parts): path for path in files}
+
+    def owner(name: str) -> str | None:
+        while name and name not in names:
+            name = name.rpartition(".")[0]
+        return name or None
+
+    graph = {}
+    for module, path in names.items():
+        found = imported_names(path.read_text(encoding="utf-8"), module, path.name == "__init__.py")
+        by_line: dict[int, set[str]] = {}
+        for line, name in found:
+            by_line.setdefault(line, set()).add(name)
+        targets = set()
+        for line_names in by_line.values():
+            for name in line_names:
+                if name in names and any(other.startswith(name + ".") and other in names for other in line_names):
+                    continue  # the ``a`` of ``from a import b`` with ``b`` a module: a parent package
+                targets.add(owner(name))
+        graph[module] = targets - {None, module}
+    return graph
+
+
+def within(module: str, package: str) -> bool:
+    return module == package or module.startswith(package + ".")
+
+
+def test_the_import_graph_resolves_names_and_sees_imports_in_functions(tmp_path):
+    (tmp_path / "pkg" / "sub").mkdir(parents=True)
+    (tmp_path / "pkg" / "__init__.py").write_text("from pkg.a import f\nfrom pkg import sub\n")
+    (tmp_path / "pkg" / "a.py").write_text("import os\ndef f():\n    from pkg.sub import value\n    return value\n")
+    (tmp_path / "pkg" / "sub" / "__init__.py").write_text("from .deep import thing as value\n")
+    (tmp_path / "pkg" / "sub" / "deep.py").write_text("thing = 1\n")
+    assert import_graph(tmp_path, "pkg") == {"pkg": {"pkg.a", "pkg.sub"}, "pkg.a": {"pkg.sub"}, "pkg.sub": {"pkg.sub.deep"},
+                                             "pkg.sub.deep": set()}
+
+
+def test_light_sim_builds_on_zoo_light_and_zoo_light_never_imports_it():
+    """LIGHT-sim (zoo.light.sim) reads the world, the records and the release layout from zoo.light;
+    zoo.light (the data module included: it is handed a generated corpus) imports nothing of it,
+    and the simulator imports no model."""
+    graph = import_graph()
+    light = sorted(module for module in graph if within(module, "zoo.light") and not within(module, "zoo.light.sim"))
+    sim = sorted(module for module in graph if within(module, "zoo.light.sim"))
+    assert {"zoo.light", "zoo.light.datamodule", "zoo.light.corpus_dir"} <= set(light)
+    assert {"zoo.light.sim", "zoo.light.sim.config", "zoo.light.sim.store", "zoo.light.sim.line_writer"} <= set(sim)
+    assert {"zoo.light.records", "zoo.light.world"} <= graph["zoo.light.sim.chat"]  # the walk sees imports
+    upward = [f"{module} imports {target}" for module in light for target in sorted(graph[module])
+              if within(target, "zoo.light.sim")]
+    assert upward == [], "\n".join(upward)
+    models = [f"{module} imports {target}" for module in sim for target in sorted(graph[module])
+              if within(target, "zoo.models")]
+    assert models == [], "\n".join(models)
+
+
+def test_no_light_sim_module_shadows_a_name_the_package_exports():
+    """``import zoo.light.sim.X`` sets the package's attribute ``X`` to the module: a module named
+    like one of ``zoo.light.sim.__all__`` would replace that name for everyone after the import."""
+    sim = importlib.import_module("zoo.light.sim")
+    modules = {path.stem for path in (REPO / "zoo/light/sim").glob("*.py")} - {"__init__"}
+    assert {"config", "store", "line_writer"} <= modules and "llm_writer" in sim.__all__
+    assert modules & set(sim.__all__) == set()
+
+
 def test_cli_and_training_modules_all_import():
     names = sorted(module_name(path) for package in JOINING for path in (REPO / package).rglob("*.py"))
     assert {"zoo.cli", "zoo.cli.__main__", "zoo.cli.blocks", "zoo.cli.light", "zoo.cli.light_tools",

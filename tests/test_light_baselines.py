@@ -15,7 +15,7 @@ from zoo.light.items import LightItem
 from zoo.light.environment import authored_world
 from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_name
 from zoo.light.metrics import MeanReciprocalRank, RankingAccuracy, RecallAtK, expected_hits
-from zoo.light.sim import SimConfig, generate_corpus, write_corpus
+from zoo.light.sim import SimConfig, SimCorpus, generate_corpus, write_corpus
 from zoo.models.light_baselines import CandidatesOnlyRanker, FastTextRanker, IRRanker, RandomRanker
 from zoo.registry import create_model, list_models
 
@@ -91,7 +91,7 @@ def test_features_change_the_context(corpus_dir):
 
 def test_auto_source_falls_back_to_a_cached_sim_corpus(tmp_path, monkeypatch, caplog):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))  # no release files, no environment
-    module = LightDataModule("action", source="auto", sim=SimConfig.preset("tiny"))
+    module = LightDataModule("action", source="auto", sim=SimCorpus("tiny"))
     with caplog.at_level(logging.WARNING):
         module.prepare_data()
     assert module.label == "LIGHT-sim" and "LIGHT-sim" in caplog.text

@@ -25,7 +25,7 @@ from zoo.light.sim import (
     release_order,
     write_corpus,
 )
-from zoo.light.sim_speech import address, lower_first, sentences, span
+from zoo.light.sim.speech import address, lower_first, sentences, span
 from zoo.light.stats import PAPER_TABLE1, corpus_stats, format_comparison, format_table
 from zoo.light.world import UNSEEN_CATEGORIES
 

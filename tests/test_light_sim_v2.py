@@ -16,8 +16,19 @@ import torch
 from zoo.cli import main
 from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
-from zoo.light.line_cache import LineCache, line_key, shard_files, shard_path
-from zoo.light.llm_writer import (
+from zoo.light.sim import (
+    LABEL,
+    LABEL_V2,
+    SimConfig,
+    SimCorpus,
+    build_corpus,
+    ensure_sim_corpus,
+    generate_corpus,
+    load_manifest,
+    load_sim_corpus,
+)
+from zoo.light.sim.line_cache import LineCache, line_key, shard_files, shard_path
+from zoo.light.sim.line_writer import (
     ChatLineWriter,
     LanguageModelMissing,
     Sampling,
@@ -25,26 +36,16 @@ from zoo.light.llm_writer import (
     penalise_tokens,
     resolve_model_path,
 )
-from zoo.light.sim import (
-    LABEL,
-    LABEL_V2,
-    SimConfig,
-    build_corpus,
-    ensure_sim_corpus,
-    generate_corpus,
-    load_manifest,
-    load_sim_corpus,
-)
-from zoo.light.sim_llm_prompts import (
+from zoo.light.sim.llm_prompts import (
     INSTRUCTIONS,
     build_prompt,
     character,
     clean_line,
     echo_words,
 )
-from zoo.light.sim_llm_memories import Memories, memory_pool, speaker_memories
-from zoo.light.sim_llm_speech import LinesMissing, SpeechReport, SpeechShard, utterance_seed, write_split_speech
-from zoo.light.sim_speech import address, sentences
+from zoo.light.sim.llm_memories import Memories, memory_pool, speaker_memories
+from zoo.light.sim.llm_speech import LinesMissing, SpeechReport, SpeechShard, utterance_seed, write_split_speech
+from zoo.light.sim.speech import address, sentences
 
 MICRO = SimConfig.preset("tiny", train=3, valid=2, test=2, test_unseen=2, world="authored", max_turns=4, min_turns=3)
 CHAT_TEMPLATE = ("{% for m in messages %}<|im_start|>{{ m['role'] }}\n{{ m['content'] }}<|im_end|>\n{% endfor %}"
@@ -351,8 +352,8 @@ def fingerprint_without_dtype(config, world, identity: str) -> str:
     """SimConfig.fingerprint as written before ``speech_dtype`` and ``speech_memories`` existed."""
     import hashlib
 
-    from zoo.light.sim_config import SIM_VERSION
-    from zoo.light.sim_llm_speech import SPEECH_VERSION
+    from zoo.light.sim.config import SIM_VERSION
+    from zoo.light.sim.llm_speech import SPEECH_VERSION
 
     fields = {k: v for k, v in asdict(config).items() if k not in ("speech_dtype", "speech_memories")}
     payload = {"world": world.summary(), "version": SIM_VERSION,
@@ -529,7 +530,7 @@ def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, m
     assert load_manifest(directory)["label"] == LABEL_V2
     assert directory.name != MICRO.fingerprint(authored_world())
     assert LightDataModule(source="sim", sim_dir=directory).label == LABEL_V2
-    assert LightDataModule(source="sim", sim=config).label == LABEL_V2
+    assert LightDataModule(source="sim", sim=SimCorpus(config)).label == LABEL_V2
 
 
 def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(tiny_model, tmp_path, monkeypatch,
@@ -680,7 +681,7 @@ def test_echo_words_spare_the_speakers_grounding(world):
 
 def test_overlap_stats_count_copying_echo_and_names():
     from zoo.light.records import Agent, Episode, ObjectDescription, Setting, Turn
-    from zoo.light.speech_overlap import overlap_stats
+    from zoo.light.sim.speech_overlap import overlap_stats
 
     episode = Episode(
         setting=Setting("Tavern", "Inside", "A smoky tavern with wooden tables."),
@@ -704,7 +705,7 @@ def test_a_resumed_split_estimates_its_time_left_from_the_models_pace(monkeypatc
     4,000 lines left take about an hour, not the 80 s the cache-hit stretch would suggest."""
     import logging
 
-    from zoo.light import sim_llm_speech
+    from zoo.light.sim import llm_speech as sim_llm_speech
 
     clock = iter([0.0, 60.0, 124.0])  # start; cache hits done; then 64 model lines in 64 s
     monkeypatch.setattr(sim_llm_speech.time, "perf_counter", lambda: next(clock))

@@ -130,7 +130,7 @@ def test_the_choices_are_the_code_s_own():
 
     from zoo.blocks.reward import REWARD_VARIANTS
     from zoo.light.datamodule import SOURCES
-    from zoo.light.sim_config import SimConfig
+    from zoo.light.sim.config import SimConfig
     from zoo.models import block_objectives, block_policy, generative, starspace
     from zoo.models.backbone import POOLINGS
 

@@ -37,8 +37,8 @@ import numpy as np
 
 from zoo.light.fixture import load_fixture
 from zoo.light.records import Episode
-from zoo.light.sim_speech import STOPWORDS, address
-from zoo.light.sim_store import load_sim_corpus
+from zoo.light.sim import load_sim_corpus
+from zoo.light.sim.speech import STOPWORDS, address
 
 WORD = re.compile(r"[a-z']+")
 

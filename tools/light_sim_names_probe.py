@@ -22,9 +22,8 @@ from pathlib import Path
 
 from zoo.light.environment import load_world
 from zoo.light.records import Episode
-from zoo.light.sim import SimConfig
-from zoo.light.sim_speech import address
-from zoo.light.sim_store import load_manifest, load_sim_corpus, write_corpus
+from zoo.light.sim import SimConfig, load_manifest, load_sim_corpus, write_corpus
+from zoo.light.sim.speech import address
 
 
 def without_names(episode: Episode) -> Episode:

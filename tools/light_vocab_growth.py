@@ -33,7 +33,7 @@ import statistics
 import sys
 from pathlib import Path
 
-from zoo.light.sim_store import load_sim_corpus
+from zoo.light.sim import load_sim_corpus
 from zoo.light.stats import PAPER_TABLE1, WORD, vocabulary_growth
 
 REAL_TRAIN_UTTERANCES = int(PAPER_TABLE1["train"]["utterances"])

@@ -41,10 +41,10 @@ def _source_arguments(parser: argparse.ArgumentParser, fixture: bool = False) ->
                        help="speech of the cached LIGHT-sim corpus: templates (v1) or llm (LIGHT-sim v2)")
 
 
-def _sim_config(args):
-    from zoo.light.sim import SimConfig
+def _sim_corpus(args):
+    from zoo.light.sim import SimConfig, SimCorpus
 
-    return SimConfig.preset(args.sim_preset, seed=args.sim_seed, speech=args.sim_speech)
+    return SimCorpus(SimConfig.preset(args.sim_preset, seed=args.sim_seed, speech=args.sim_speech))
 
 
 def _fail(command: str, error: Exception) -> int:
@@ -112,9 +112,9 @@ def add_sim_command(commands) -> None:
 def run_sim(args) -> int:
     from zoo.files import check_replaceable
     from zoo.light.environment import load_world
-    from zoo.light.llm_writer import LanguageModelMissing
     from zoo.light.sim import SimConfig, build_corpus, llm_writer, load_manifest, write_corpus
-    from zoo.light.sim_llm_speech import SpeechShard
+    from zoo.light.sim.line_writer import LanguageModelMissing
+    from zoo.light.sim.llm_speech import SpeechShard
 
     try:
         check_replaceable(args.out, kind="corpus")  # before minutes of generation, not after
@@ -201,7 +201,7 @@ def add_stats_command(commands) -> None:
 
 
 def run_stats(args) -> int:
-    from zoo.light.speech_overlap import overlap_stats
+    from zoo.light.sim.speech_overlap import overlap_stats
     from zoo.light.stats import corpus_stats, format_comparison, format_table, vocabulary_growth
 
     try:
@@ -212,7 +212,7 @@ def run_stats(args) -> int:
         else:
             from zoo.light.datamodule import LightDataModule
 
-            module = LightDataModule(source=args.source, data_dir=args.data_dir, sim=_sim_config(args),
+            module = LightDataModule(source=args.source, data_dir=args.data_dir, sim=_sim_corpus(args),
                                      sim_dir=args.sim_dir, download=args.download)
             splits, label = module.episodes(), module.label
         stats = corpus_stats(splits)
@@ -224,7 +224,7 @@ def run_stats(args) -> int:
         print()
         print(format_comparison(stats, label))
     print()
-    print("| copying (zoo.light.speech_overlap) | " + " | ".join(overlap) + " |")
+    print("| copying (zoo.light.sim.speech_overlap) | " + " | ".join(overlap) + " |")
     print("|---|" + "---:|" * len(overlap))
     for name in ("context_copy", "dialogue_echo", "naming"):
         print(f"| {name} | " + " | ".join(f"{overlap[s][name]:.3f}" for s in overlap) + " |")
@@ -401,7 +401,7 @@ def _light_module(args):
 
     return LightDataModule(task=args.task, features=args.features,
                            source="sim" if args.source == "fixture" else args.source, data_dir=args.data_dir,
-                           sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
+                           sim=_sim_corpus(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
 
 
 def _same_cases(dataset, other):
@@ -461,7 +461,7 @@ def run_generate(args) -> int:
 
     try:
         module = LightDataModule(task=args.task, features=args.features, source=args.source, data_dir=args.data_dir,
-                                 sim=_sim_config(args), sim_dir=args.sim_dir, download=args.download)
+                                 sim=_sim_corpus(args), sim_dir=args.sim_dir, download=args.download)
         module.prepare_data()
         dataset = module.dataset(args.split)
         if not 0 <= args.index < len(dataset):

@@ -15,6 +15,7 @@ are loaded on first use.
 from __future__ import annotations
 
 from zoo.light.candidates import EMOTES, CandidateOptions
+from zoo.light.corpus_dir import load_sim_corpus
 from zoo.light.examples import LightExample, build_all_examples, build_examples, build_split_examples, full_contexts
 from zoo.light.features import FEATURE_SETS, Features, get_features
 from zoo.light.records import Agent, Episode, LightDataError, ObjectDescription, Setting, Turn, parse_episodes
@@ -30,7 +31,6 @@ from zoo.light.safe_pickle import CorruptPickleError, UnsafePickleError, dump_pi
 from zoo.light.engine import ActionResult, Engine
 from zoo.light.environment import authored_world, load_world
 from zoo.light.replay import replay_episode
-from zoo.light.sim import SimConfig, ensure_sim_corpus, generate_corpus, load_sim_corpus, write_corpus
 from zoo.light.stats import corpus_stats
 from zoo.light.world import World
 
@@ -52,7 +52,6 @@ __all__ = [
     "ObjectDescription", "ReleaseChecksumError", "Setting", "Turn", "UnsafePickleError",
     "build_all_examples", "build_examples", "build_split_examples", "dump_pickle", "full_contexts",
     "get_features", "load_episodes", "load_pickle", "load_release", "parse_episodes", "split_light_data",
-    "ActionResult", "Engine", "LightDataModule", "RankingAccuracy", "RecallAtK", "SimConfig", "World",
-    "authored_world", "corpus_stats", "ensure_sim_corpus", "generate_corpus", "load_sim_corpus", "load_world",
-    "replay_episode", "write_corpus",
+    "ActionResult", "Engine", "LightDataModule", "RankingAccuracy", "RecallAtK", "World",
+    "authored_world", "corpus_stats", "load_sim_corpus", "load_world", "replay_episode",
 ]

@@ -18,26 +18,37 @@ from __future__ import annotations
 import logging
 import os
 from pathlib import Path
-from typing import Any, Callable, Mapping, Sequence
+from typing import Any, Callable, Mapping, Protocol, Sequence, runtime_checkable
 
 import lightning as L
 import torch
 from torch.utils.data import DataLoader, Dataset
 
 from zoo.light.candidates import CandidateOptions
+from zoo.light.corpus_dir import LABEL as SIM_LABEL
+from zoo.light.corpus_dir import load_manifest, load_sim_corpus
 from zoo.light.examples import LightExample, build_examples, build_split_examples, full_contexts, label_type
 from zoo.light.features import Features, get_features
 from zoo.light.items import LightItem
 from zoo.light.records import Episode
 from zoo.light.release import SPLITS, load_release, locate
-from zoo.light.sim import LABEL as SIM_LABEL
-from zoo.light.sim import SimConfig, ensure_sim_corpus, load_manifest, load_sim_corpus
 
 log = logging.getLogger(__name__)
 
 SOURCES = ("auto", "official", "sim")
 STAGE_SPLITS = {"fit": ("train", "valid"), "validate": ("valid",), "test": ("test", "test_unseen"),
                 "predict": ("test",), None: SPLITS}
+
+
+@runtime_checkable
+class GeneratedCorpus(Protocol):
+    """A corpus made on first use, as ``sim=`` is given it (LIGHT-sim's ``SimCorpus``): the data
+    module asks it for its label and its directory, and never imports what generates it."""
+
+    @property
+    def label(self) -> str: ...
+
+    def ensure(self, data_dir: str | os.PathLike | None = None) -> Path: ...
 
 
 def default_collate(items: Sequence[LightItem]) -> dict[str, Any]:
@@ -89,7 +100,8 @@ class LightDataModule(L.LightningDataModule):
     ``limit``: keep only the first N examples of each split (quick runs), or a mapping from
     split name to N (splits not named stay whole). Under DDP the evaluation loaders split the
     examples over the ranks without padding, so metrics reduced over ranks count every example
-    exactly once.
+    exactly once. ``sim``: the LIGHT-sim corpus made on first use (``zoo.light.sim.SimCorpus``) when
+    ``source`` is ``sim`` (or ``auto`` without the release) and no ``sim_dir`` is given.
     """
 
     def __init__(
@@ -98,7 +110,7 @@ class LightDataModule(L.LightningDataModule):
         features: str | Features = "parlai_default",
         source: str = "auto",
         data_dir: str | os.PathLike | None = None,
-        sim: SimConfig | str | None = None,
+        sim: GeneratedCorpus | None = None,
         sim_dir: str | os.PathLike | None = None,
         candidates: CandidateOptions | None = None,
         batch_size: int = 32,
@@ -118,7 +130,10 @@ class LightDataModule(L.LightningDataModule):
         self.feature_name = features if isinstance(features, str) else "custom"
         self.requested_source = source
         self.data_dir = data_dir
-        self.sim_config = SimConfig.preset(sim) if isinstance(sim, str) else (sim or SimConfig())
+        if sim is not None and not isinstance(sim, GeneratedCorpus):
+            raise ValueError("sim must be a generated corpus such as zoo.light.sim.SimCorpus('tiny'), "
+                             f"not a {type(sim).__name__}")
+        self.sim = sim
         self.sim_dir = Path(sim_dir) if sim_dir is not None else None
         self.candidate_options = candidates
         self.batch_size = batch_size
@@ -156,7 +171,7 @@ class LightDataModule(L.LightningDataModule):
             return "LIGHT"
         if self.sim_dir is not None:
             return load_manifest(self.sim_dir).get("label", SIM_LABEL)
-        return self.sim_config.label
+        return self._generated().label
 
     def prepare_data(self) -> None:
         """Download the release (when asked) or generate the LIGHT-sim corpus, once."""
@@ -164,13 +179,19 @@ class LightDataModule(L.LightningDataModule):
             for name in ("light_data", "light_unseen_data"):
                 locate(name, self.data_dir, self.download)
         elif self.sim_dir is None:
-            ensure_sim_corpus(self.sim_config, self.data_dir)
+            self._generated().ensure(self.data_dir)
 
     def corpus_dir(self) -> Path | None:
         """The LIGHT-sim corpus directory (None for the release)."""
         if self.resolve_source() == "official":
             return None
-        return self.sim_dir or ensure_sim_corpus(self.sim_config, self.data_dir)
+        return self.sim_dir or self._generated().ensure(self.data_dir)
+
+    def _generated(self) -> GeneratedCorpus:
+        if self.sim is None:
+            raise ValueError("LIGHT-sim data needs sim_dir (a corpus directory) or sim "
+                             "(a generated corpus such as zoo.light.sim.SimCorpus('full'))")
+        return self.sim
 
     def episodes(self) -> dict[str, list[Episode]]:
         """The four splits' episodes (loaded once)."""

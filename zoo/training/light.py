@@ -32,6 +32,7 @@ from zoo.experiment import (
 )
 from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
+from zoo.light.sim import SimCorpus
 from zoo.registry import create_model
 
 log = logging.getLogger("zoo.training.light")
@@ -48,7 +49,7 @@ def make_datamodule(config: DictConfig, collate) -> LightDataModule:
     data = config.data
     limit = OmegaConf.to_container(data.limit) if isinstance(data.limit, DictConfig) else data.limit
     return LightDataModule(task=data.task, features=data.features, source=data.source, data_dir=data.data_dir,
-                           sim=data.sim_preset, sim_dir=data.sim_dir, batch_size=data.batch_size,
+                           sim=SimCorpus(data.sim_preset), sim_dir=data.sim_dir, batch_size=data.batch_size,
                            eval_batch_size=data.eval_batch_size, collate=collate, num_workers=data.num_workers,
                            limit=limit)
 

@@ -11,7 +11,7 @@ Each turn has speech and at most one action or emote, and the engine records wha
 release records: ``available_actions`` before the turn, the room's objects, the speaker's
 inventory. Every action is chosen among the engine's valid actions and executed by it.
 
-What makes the tasks depend on grounding the way LIGHT does (see :mod:`zoo.light.sim_speech`):
+What makes the tasks depend on grounding the way LIGHT does (see :mod:`zoo.light.sim.speech`):
 speech quotes the speaker's persona, the room and object descriptions, names the partner,
 picks up the partner's words, answers questions and requests, reacts to the partner's
 actions (a hit is met by a scream or a hit back, a gift by thanks or a smile); actions follow
@@ -37,16 +37,17 @@ them; spec §3) and ``light_unseen_data.pkl``, so ``load_release(dir, verify=Fal
 are written as ``light_sim_<split>.pkl``. Both are official-schema pickles, written atomically
 with :func:`zoo.light.safe_pickle.dump_pickle`, with a ``sim_manifest.json`` beside them.
 
-The modules, in the order data flows: :mod:`zoo.light.sim_config` (what a corpus is),
-:mod:`zoo.light.sim_chat` (one episode), :mod:`zoo.light.sim_corpus` (the splits),
-:mod:`zoo.light.sim_store` (on disk and in the cache). This module gathers their public names.
+The modules, in the order data flows: :mod:`zoo.light.sim.config` (what a corpus is),
+:mod:`zoo.light.sim.chat` (one episode), :mod:`zoo.light.sim.corpus` (the splits),
+:mod:`zoo.light.sim.store` (on disk and in the cache). This module gathers their public names.
 """
 
 from __future__ import annotations
 
-from zoo.light.sim_chat import P_NAME, Plan, simulate_episode
-from zoo.light.sim_config import LABEL, LABEL_V2, SIM_VERSION, SPEECH_SOURCES, SimConfig
-from zoo.light.sim_corpus import (
+from zoo.light.corpus_dir import MANIFEST, load_manifest, load_sim_corpus
+from zoo.light.sim.chat import P_NAME, Plan, simulate_episode
+from zoo.light.sim.config import LABEL, LABEL_V2, SIM_VERSION, SPEECH_SOURCES, SimConfig
+from zoo.light.sim.corpus import (
     build_corpus,
     character_pools,
     default_line_cache,
@@ -55,11 +56,9 @@ from zoo.light.sim_corpus import (
     llm_writer,
     split_rooms,
 )
-from zoo.light.sim_store import (
-    MANIFEST,
+from zoo.light.sim.store import (
+    SimCorpus,
     ensure_sim_corpus,
-    load_manifest,
-    load_sim_corpus,
     release_order,
     sim_corpus_dir,
     write_corpus,
@@ -67,7 +66,7 @@ from zoo.light.sim_store import (
 
 __all__ = [
     "LABEL", "LABEL_V2", "MANIFEST", "P_NAME", "SIM_VERSION", "SPEECH_SOURCES", "Plan", "SimConfig",
-    "build_corpus", "character_pools", "default_line_cache", "ensure_sim_corpus", "generate_corpus",
+    "SimCorpus", "build_corpus", "character_pools", "default_line_cache", "ensure_sim_corpus", "generate_corpus",
     "generate_split", "llm_writer", "load_manifest", "load_sim_corpus", "release_order",
     "sim_corpus_dir", "simulate_episode", "split_rooms", "write_corpus",
 ]

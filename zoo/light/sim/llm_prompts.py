@@ -20,7 +20,7 @@ of a person's content words repeat one of the four lines before; SmolLM2 shown f
 repeated 42% (and v1's templates copy half their content words from the persona and setting,
 people 19%). So the prompt shows only the last :data:`HISTORY_LINES` lines, and
 :func:`echo_words` lists the history's content words that the speaker's own grounding does not
-hold, for the writer to make less likely (:attr:`zoo.light.llm_writer.Sampling.echo_penalty`).
+hold, for the writer to make less likely (:attr:`zoo.light.sim.line_writer.Sampling.echo_penalty`).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ import re
 from typing import Sequence
 
 from zoo.light.records import Episode, Turn
-from zoo.light.sim_speech import STOPWORDS, address, sentences
+from zoo.light.sim.speech import STOPWORDS, address, sentences
 
 MAX_SENTENCES = 2
 MAX_WORDS = 32
@@ -140,7 +140,7 @@ def happened(episode: Episode, t: int) -> str:
 
 
 SMALL_TALK_FROM_MEMORY = "Make small talk; you may bring up something you know from elsewhere."
-"""Small talk when the speaker has memories (:mod:`zoo.light.sim_llm_memories`): the turns with
+"""Small talk when the speaker has memories (:mod:`zoo.light.sim.llm_memories`): the turns with
 no plan are where people bring in the rest of their world."""
 
 
@@ -160,7 +160,7 @@ def memory_lines(memories: Sequence[str]) -> str:
 def build_prompt(episode: Episode, t: int, acts: Sequence[tuple[str, str]], lines: Sequence[str],
                  memories: Sequence[str] = ()) -> list[dict]:
     """Chat messages asking for turn ``t``'s line, given the lines already written for turns < t;
-    ``memories``: places and things the speaker knows beyond the room (:mod:`zoo.light.sim_llm_memories`)."""
+    ``memories``: places and things the speaker knows beyond the room (:mod:`zoo.light.sim.llm_memories`)."""
     me, partner = episode.speaker(t), episode.partner(t)
     me_name, partner_name = character(me.name), character(partner.name)
     system = SYSTEM.format(me=me_name, persona=" ".join(me.persona.split()),

@@ -20,7 +20,7 @@ import hashlib
 from dataclasses import dataclass
 from typing import Sequence
 
-from zoo.light.sim_speech import address, sentences
+from zoo.light.sim.speech import address, sentences
 from zoo.light.world import World
 
 

@@ -1,6 +1,6 @@
 """One LIGHT-sim chat: two characters in a room, turn by turn, refereed by the game engine.
 
-:class:`_Chat` decides each turn's speech (from the :mod:`zoo.light.sim_speech` frames), action
+:class:`_Chat` decides each turn's speech (from the :mod:`zoo.light.sim.speech` frames), action
 and emote; :func:`simulate_episode` executes the actions through the engine and records the
 turns the way the release records them (``available_actions`` before the turn, the room's
 objects, the speaker's inventory). What each turn's speech does is kept as a plan
@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from typing import Sequence
 
 from zoo.light import actions
-from zoo.light import sim_speech as say
 from zoo.light.candidates import EMOTES
 from zoo.light.records import Agent, Episode, LightDataError, ObjectDescription, Setting, Turn
 from zoo.light.scene import Scene, stage_chat
-from zoo.light.sim_config import SimConfig
+from zoo.light.sim import speech as say
+from zoo.light.sim.config import SimConfig
 from zoo.light.world import World
 
 P_NAME = 0.2
@@ -42,7 +42,7 @@ class _TurnNote:
     acts: list[tuple[str, str]] = field(default_factory=list)
     """What the turn's speech does, as ``(kind, material)`` pairs (``("object", "the lamp")``,
     ``("request", "give beer to smith")``): the plan an LLM speech writer follows
-    (:mod:`zoo.light.sim_llm_speech`). Recording it draws nothing from the RNG."""
+    (:mod:`zoo.light.sim.llm_speech`). Recording it draws nothing from the RNG."""
 
 
 @dataclass

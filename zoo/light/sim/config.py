@@ -12,6 +12,7 @@ import json
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
+from zoo.light.corpus_dir import LABEL
 from zoo.light.release import N_TEST, N_VALID, SPLIT_POOL
 from zoo.light.world import World
 
@@ -19,11 +20,10 @@ SIM_VERSION = "2"
 """Bumped whenever generation changes, so cached corpora are rebuilt."""
 
 
-LABEL = "LIGHT-sim"
 LABEL_V2 = "LIGHT-sim v2"
 SPEECH_SOURCES = ("templates", "llm")
-"""``templates``: v1 speech (:mod:`zoo.light.sim_speech`); ``llm``: v2, written by a small language
-model from the same chats' plans (:mod:`zoo.light.sim_llm_speech`)."""
+"""``templates``: v1 speech (:mod:`zoo.light.sim.speech`); ``llm``: v2, written by a small language
+model from the same chats' plans (:mod:`zoo.light.sim.llm_speech`)."""
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class SimConfig:
     speech_model: str = ""
     speech_dtype: str = "float32"
     speech_memories: int = 0
-    """Places and things from elsewhere in the world each speaker knows (:mod:`zoo.light.sim_llm_memories`);
+    """Places and things from elsewhere in the world each speaker knows (:mod:`zoo.light.sim.llm_memories`);
     0: speech version 2 as it was."""
 
     def __post_init__(self) -> None:
@@ -103,7 +103,7 @@ class SimConfig:
         if self.speech == "templates":
             del config["speech"], config["speech_model"]
         else:
-            from zoo.light.sim_llm_speech import SPEECH_VERSION
+            from zoo.light.sim.llm_speech import SPEECH_VERSION
 
             if not speech_identity:
                 raise ValueError("an LLM LIGHT-sim corpus is identified by its speech model: pass speech_identity")

@@ -9,14 +9,14 @@ same RNG: the v1 corpus of a seed is the skeleton of the v2 corpus of that seed)
 what each turn's speech does (its plan). Then, turn by turn across all the chats of a split
 (so prompts batch), the model writes each line from the speaker's persona, the setting, the
 objects, what just happened, the plan and the lines already written
-(:func:`zoo.light.sim_llm_prompts.build_prompt`). A completion is cleaned
-(:func:`~zoo.light.sim_llm_prompts.clean_line`); a rejected one is sampled again with another
+(:func:`zoo.light.sim.llm_prompts.build_prompt`). A completion is cleaned
+(:func:`~zoo.light.sim.llm_prompts.clean_line`); a rejected one is sampled again with another
 seed, and after :data:`ATTEMPTS` failures the template line stands in, counted in the report.
 
 Seeded: line ``t`` of episode ``i`` of split ``s``, attempt ``a``, is sampled with a seed
 derived from ``(seed, s, i, t, a)`` by its own generator, so a corpus does not depend on the
 batch composition's RNG use. Cached: every completion is appended to a JSON-lines file
-(:class:`zoo.light.line_cache.LineCache`) keyed by the model file's sha256, the decoding
+(:class:`zoo.light.sim.line_cache.LineCache`) keyed by the model file's sha256, the decoding
 settings, the prompt and the seed; a rerun after an interruption asks the model only for
 what is missing, and a finished corpus regenerates without one model call.
 
@@ -35,10 +35,10 @@ import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Hashable, Protocol, Sequence
 
-from zoo.light.line_cache import LineCache, line_key
 from zoo.light.records import Episode
-from zoo.light.sim_llm_memories import Memories
-from zoo.light.sim_llm_prompts import (
+from zoo.light.sim.line_cache import LineCache, line_key
+from zoo.light.sim.llm_memories import Memories
+from zoo.light.sim.llm_prompts import (
     P_ONE_SENTENCE,
     build_prompt,
     clean_line,
@@ -51,7 +51,7 @@ LABEL = "LIGHT-sim v2"
 SPEECH_VERSION = "3"
 """Bumped whenever prompts or post-processing change, so cached corpora are rebuilt. 2: the partner
 is "them" in instructions and dialogue labels, and a leading vocative is cut (fewer names). 3: a
-label opening a line is cut (``I: ...``, ``The old man: ...``; :func:`~zoo.light.sim_llm_prompts.drop_leading_label`)."""
+label opening a line is cut (``I: ...``, ``The old man: ...``; :func:`~zoo.light.sim.llm_prompts.drop_leading_label`)."""
 ATTEMPTS = 2
 """Samples per line before the template line is kept instead."""
 FLUSH_EVERY = 4
@@ -59,14 +59,14 @@ FLUSH_EVERY = 4
 CHATS_PER_PASS = 256
 """Chats written together, turn by turn (so that prompts batch). The writer keeps each speaker's
 last prompt until the pass ends, to run the model only over what the next prompt adds
-(:mod:`zoo.light.prompt_prefixes`; SmolLM2 in bfloat16: ~6.4 MB per speaker, ~3.3 GB a pass).
+(:mod:`zoo.light.sim.prompt_prefixes`; SmolLM2 in bfloat16: ~6.4 MB per speaker, ~3.3 GB a pass).
 Why 256: a turn's prompts are sorted by the tokens they add before batching, so more chats per
 pass means less padding; counted on the first 512 `small` train chats at batch 64, the prefill
 runs 2.04x fewer positions than whole prompts at 256 chats a pass, 1.75x at 128, 1.36x at 64."""
 
 
 class LineWriter(Protocol):
-    """What the rewrite needs from a model (:class:`zoo.light.llm_writer.ChatLineWriter`)."""
+    """What the rewrite needs from a model (:class:`zoo.light.sim.line_writer.ChatLineWriter`)."""
 
     batch_size: int
 
@@ -120,7 +120,7 @@ class SpeechShard:
 class SpeechReport:
     """What the rewrite of a corpus did: lines in all, completions the model wrote now, those
     read from the cache (``other_precision`` of them written at another precision than the
-    writer's: :attr:`zoo.light.llm_writer.ChatLineWriter.other_precisions`), lines that needed a
+    writer's: :attr:`zoo.light.sim.line_writer.ChatLineWriter.other_precisions`), lines that needed a
     second sample, and template fallbacks."""
 
     lines: int = 0

@@ -1,5 +1,6 @@
 """LIGHT-sim corpora on disk: written atomically in the release layout (or one pickle per split)
-with a manifest, read back, and built once into the cache even when several processes ask.
+with a manifest (read back by :mod:`zoo.light.corpus_dir`), and built once into the cache even when
+several processes ask.
 """
 
 from __future__ import annotations
@@ -7,23 +8,21 @@ from __future__ import annotations
 import json
 import logging
 import os
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from zoo.safe_json import read_json
+from zoo.light.corpus_dir import MANIFEST
 from zoo.light.environment import load_world
 from zoo.light.records import Episode
-from zoo.light.release import SPLITS, load_episodes, split_positions
+from zoo.light.release import split_positions
 from zoo.light.safe_pickle import dump_pickle
-from zoo.light.sim_config import SIM_VERSION, SimConfig
-from zoo.light.sim_corpus import build_corpus, default_line_cache, llm_writer
+from zoo.light.sim.config import SIM_VERSION, SimConfig
+from zoo.light.sim.corpus import build_corpus, default_line_cache, llm_writer
 from zoo.light.world import World
 from zoo.paths import cache_dir
 
 log = logging.getLogger(__name__)
-
-MANIFEST = "sim_manifest.json"
 
 
 def release_order(splits: dict[str, list[Episode]]) -> list[Episode]:
@@ -45,7 +44,7 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
                  world: World, extra: dict | None = None, shard: Any = None) -> Path:
     """Write a corpus (release layout when the sizes allow, else one pickle per split) and its
     manifest, into a temporary sibling first so a crash never leaves half a corpus. With a
-    ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`), ``splits`` hold only its chats:
+    ``shard`` (:class:`~zoo.light.sim.llm_speech.SpeechShard`), ``splits`` hold only its chats:
     one pickle per split, and the label and manifest say which part of ``config``'s corpus it is."""
     from zoo.files import replace_directory
 
@@ -62,7 +61,7 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
         manifest = {
             "label": label,
             "note": f"{config.label} is a generated stand-in for the LIGHT dialogues, not LIGHT itself."
-                    + (" Its speech is written by a small language model (zoo.light.sim_llm_speech)."
+                    + (" Its speech is written by a small language model (zoo.light.sim.llm_speech)."
                        if config.speech == "llm" else "")
                     + (f" Only the chats i with i % {shard.count} == {shard.index} of each split of the corpus that"
                        " config makes." if shard is not None else ""),
@@ -76,20 +75,6 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
         }
         (staging / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
     return directory
-
-
-def load_sim_corpus(directory: str | os.PathLike) -> dict[str, list[Episode]]:
-    """The four splits of a LIGHT-sim corpus directory (either layout)."""
-    directory = Path(directory)
-    if (directory / "light_data.pkl").is_file():
-        from zoo.light.release import load_release
-
-        return load_release(directory, verify=False)
-    files = {split: directory / f"light_sim_{split}.pkl" for split in SPLITS}
-    missing = [str(path) for path in files.values() if not path.is_file()]
-    if missing:
-        raise FileNotFoundError(f"{directory} is not a LIGHT-sim corpus: missing {', '.join(missing)}")
-    return {split: load_episodes(path, verify=False) for split, path in files.items()}
 
 
 def sim_corpus_dir(config: SimConfig = SimConfig(), data_dir: str | os.PathLike | None = None,
@@ -125,6 +110,23 @@ def ensure_sim_corpus(config: SimConfig = SimConfig(), data_dir: str | os.PathLi
         return write_corpus(splits, directory, config, world, extra)
 
 
-def load_manifest(directory: str | os.PathLike) -> dict:
-    path = Path(directory) / MANIFEST
-    return read_json(path) if path.is_file() else {}
+@dataclass(frozen=True)
+class SimCorpus:
+    """The LIGHT-sim corpus of ``config`` (a :class:`SimConfig` or a preset name), generated into
+    the cache on first use: what ``LightDataModule(sim=...)`` is given, so the data module reads
+    LIGHT-sim without importing the simulator. ``root``: another cache root."""
+
+    config: SimConfig | str = SimConfig()
+    root: str | os.PathLike | None = None
+
+    def __post_init__(self) -> None:
+        if isinstance(self.config, str):
+            object.__setattr__(self, "config", SimConfig.preset(self.config))
+
+    @property
+    def label(self) -> str:
+        return self.config.label  # type: ignore[union-attr]
+
+    def ensure(self, data_dir: str | os.PathLike | None = None) -> Path:
+        """The corpus directory, generated if absent (:func:`ensure_sim_corpus`)."""
+        return ensure_sim_corpus(self.config, data_dir, self.root)  # type: ignore[arg-type]

@@ -21,7 +21,7 @@ import re
 from typing import Sequence
 
 from zoo.light.records import Episode
-from zoo.light.sim_speech import STOPWORDS, address
+from zoo.light.sim.speech import STOPWORDS, address
 from zoo.light.stats import WORD
 
 ECHO_WINDOW = 4

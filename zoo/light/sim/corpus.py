@@ -15,8 +15,8 @@ from typing import Any, Callable, Sequence
 from zoo.light.environment import load_world
 from zoo.light.records import Episode, LightDataError
 from zoo.light.release import N_TEST, N_VALID, SPLIT_POOL, split_positions
-from zoo.light.sim_chat import Plan, simulate_episode
-from zoo.light.sim_config import SimConfig
+from zoo.light.sim.chat import Plan, simulate_episode
+from zoo.light.sim.config import SimConfig
 from zoo.light.world import World
 from zoo.paths import cache_dir
 
@@ -87,13 +87,13 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
                  cache_only: bool = False) -> tuple[dict[str, list[Episode]], dict]:
     """The corpus of ``config`` and what its manifest adds: template speech, or (``speech="llm"``)
     the same chats with speech written by ``writer`` (default: a
-    :class:`~zoo.light.llm_writer.ChatLineWriter` of ``config.speech_model``), through the
+    :class:`~zoo.light.sim.line_writer.ChatLineWriter` of ``config.speech_model``), through the
     resumable line cache ``line_cache`` (default: beside the cached corpora) and the shard
     files beside it; ``read_lines``: other line-cache files (with their shards) to take lines
-    from, never written. With a ``shard`` (:class:`~zoo.light.sim_llm_speech.SpeechShard`) only
+    from, never written. With a ``shard`` (:class:`~zoo.light.sim.llm_speech.SpeechShard`) only
     that shard's lines are written, to its own file: the corpus returned is then incomplete,
     for the line cache only. ``cache_only``: assemble from the cache files alone, raising
-    :class:`~zoo.light.sim_llm_speech.LinesMissing` at the first line none holds (an assembly
+    :class:`~zoo.light.sim.llm_speech.LinesMissing` at the first line none holds (an assembly
     that would otherwise spend hours writing lines, say in the wrong precision order)."""
     start = time.perf_counter()
     if config.speech == "templates":
@@ -101,9 +101,9 @@ def build_corpus(config: SimConfig, world: World, line_cache: str | os.PathLike 
             raise ValueError("a speech shard needs LLM speech (--speech llm)")
         splits = generate_corpus(config, world)
         return splits, {"generate_seconds": round(time.perf_counter() - start, 2)}
-    from zoo.light.line_cache import LineCache, shard_files, shard_path
-    from zoo.light.sim_llm_memories import Memories
-    from zoo.light.sim_llm_speech import SPEECH_VERSION, write_corpus_speech
+    from zoo.light.sim.line_cache import LineCache, shard_files, shard_path
+    from zoo.light.sim.llm_memories import Memories
+    from zoo.light.sim.llm_speech import SPEECH_VERSION, write_corpus_speech
 
     writer = writer or llm_writer(config)
     plans: dict[str, list[Plan]] = {}
@@ -132,11 +132,11 @@ def llm_writer(config: SimConfig, batch_size: int = 16, threads: int | None = No
                **sampling: float):
     """The speech model of an LLM corpus (loaded lazily, on the first line not in the cache), on
     ``device`` (cpu, cuda);
-    ``sampling``: :class:`~zoo.light.llm_writer.Sampling` fields to change (temperature, top_p),
+    ``sampling``: :class:`~zoo.light.sim.line_writer.Sampling` fields to change (temperature, top_p),
     which are part of every line's cache key."""
     from dataclasses import replace
 
-    from zoo.light.llm_writer import ChatLineWriter, Sampling
+    from zoo.light.sim.line_writer import ChatLineWriter, Sampling
 
     return ChatLineWriter(config.speech_model or None, replace(Sampling(), **sampling), batch_size=batch_size,
                           threads=threads, dtype=config.speech_dtype, device=device)
