@@ -16,6 +16,13 @@
    procedural boards without), each given its own instruction; the policy's whole execution
    with rendering, and the same plus writing the GIF.
 
+4. **Index encoding** (``--encode N``, alone): N distinct training utterances (of ``--corpus``,
+   else of a LIGHT-sim corpus of the ``small`` preset generated in memory on the world
+   ``zoo play light`` uses) encoded by the released light-bi-ranker ``--repeats`` times, the
+   way a first start encodes its index (all cores, bfloat16 where the CPU has it) and, side by
+   side, by the plain reference (float32 on one thread, the same length-sorted batches);
+   medians of wall and CPU seconds, their ratios, and how close the embeddings are.
+
 Targets: later starts under 10 s, a LIGHT turn under 1 s at the median, a Blocks
 instruction under 2 s. The last line is one JSON object; it records the machine's load
 average, since the figures depend on what else runs.
@@ -148,9 +155,73 @@ def blocks_instructions(count: int, model: str) -> dict:
             "instruction_with_gif_median_seconds": round(statistics.median(with_gif), 4)}
 
 
+def encode_utterances(corpus: list[str] | None, count: int) -> tuple[list[str], str]:
+    """``count`` distinct training utterances drawn with seed 0, and where they come from."""
+    import random
+
+    if corpus:
+        from zoo.play.retrieval_index import UtteranceCorpus
+
+        source = UtteranceCorpus.open(*corpus)
+        texts, label = source.training_utterances(), source.label
+    else:
+        from zoo.light.candidates import speech_pool
+        from zoo.light.environment import load_world
+        from zoo.light.sim import SimConfig, generate_corpus
+
+        world = load_world()
+        texts = list(dict.fromkeys(t for t in speech_pool(generate_corpus(SimConfig.preset("small"), world)["train"])
+                                   if t.strip()))
+        label = f"LIGHT-sim small ({world.source} world)"
+    return random.Random(0).sample(texts, min(count, len(texts))), label
+
+
+def reference_encode(model, texts: list[str]) -> "torch.Tensor":
+    """The plain path: float32 on one thread, the same length-sorted batches."""
+    import torch
+
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    try:
+        return model.encode_sorted(model.candidate_encoder.ids(texts))
+    finally:
+        torch.set_num_threads(threads)
+
+
+def encoding(corpus: list[str] | None, count: int, repeats: int) -> dict:
+    import torch
+
+    from zoo.models.bulk_encoding import cpu_has_bf16, idle_cores, machine_cores
+    from zoo.play.light_partner import load_light_model
+
+    texts, label = encode_utterances(corpus, count)
+    model = load_light_model("light-bi-ranker").eval()
+    model.index_candidates(texts[:64], progress=False)  # warm both paths once
+    reference_encode(model, texts[:64])
+    times: dict[str, dict[str, list[float]]] = {"reference": {"wall": [], "cpu": []}, "new": {"wall": [], "cpu": []}}
+    matrices = {}
+    for _ in range(repeats):  # alternated, so both see the same load
+        for name, encode in (("reference", lambda: reference_encode(model, texts)),
+                             ("new", lambda: model.index_candidates(texts, progress=False).matrix)):
+            wall, cpu = time.perf_counter(), time.process_time()
+            matrices[name] = encode()
+            times[name]["wall"].append(time.perf_counter() - wall)
+            times[name]["cpu"].append(time.process_time() - cpu)
+    median = {name: {kind: round(statistics.median(values), 3) for kind, values in kinds.items()}
+              for name, kinds in times.items()}
+    cosine = torch.nn.functional.cosine_similarity(matrices["new"], matrices["reference"])
+    return {"utterances": len(texts), "source": label, "repeats": repeats, "cores": machine_cores(),
+            "new_threads_at_end": torch.get_num_threads() if os.environ.get("OMP_NUM_THREADS") else idle_cores(),
+            "bf16": cpu_has_bf16(), "median_seconds": median,
+            "wall_ratio": round(median["reference"]["wall"] / median["new"]["wall"], 2),
+            "cpu_ratio": round(median["reference"]["cpu"] / median["new"]["cpu"], 2),
+            "utterances_per_second": {name: round(len(texts) / m["wall"], 1) for name, m in median.items()},
+            "cosine_min": round(cosine.min().item(), 6), "cosine_mean": round(cosine.mean().item(), 6)}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--corpus", nargs="+", required=True, help="LIGHT corpus directories to retrieve from")
+    parser.add_argument("--corpus", nargs="+", help="LIGHT corpus directories to retrieve from")
     parser.add_argument("--starts", type=int, default=3, help="later starts to time (index loaded)")
     parser.add_argument("--turns", type=int, default=20)
     parser.add_argument("--instructions", type=int, default=5)
@@ -159,8 +230,22 @@ def main() -> None:
     parser.add_argument("--skip-starts", action="store_true",
                         help="time only turns and instructions, with the index already in --cache")
     parser.add_argument("--cache", help="$ZOO_CACHE holding the index for the turns (with --skip-starts)")
+    parser.add_argument("--encode", type=int, metavar="N",
+                        help="only compare index encoding: N utterances, the first start's way and the reference")
+    parser.add_argument("--repeats", type=int, default=3, help="with --encode: rounds of both (medians)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    if args.encode is not None:
+        load_before = os.getloadavg()
+        result = {"encode": encoding(args.corpus, args.encode, args.repeats),
+                  "machine": {"cpus": os.cpu_count(), "load_average_before": [round(x, 2) for x in load_before],
+                              "load_average_after": [round(x, 2) for x in os.getloadavg()]}}
+        if not args.json:
+            print(json.dumps(result, indent=2))
+        print(json.dumps(result))
+        return
+    if not args.corpus:
+        parser.error("--corpus is needed (except with --encode)")
 
     import torch
 

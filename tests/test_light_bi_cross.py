@@ -160,7 +160,10 @@ def test_batch_only_negatives_rank_each_context_against_the_batchs_golds(backbon
         BiRanker(backbone=str(backbone), own_negatives=False, in_batch_negatives=False)
 
 
-def test_retrieve_returns_the_brute_force_top_k(backbone, corpus):
+def test_retrieve_returns_the_brute_force_top_k(backbone, corpus, monkeypatch):
+    from zoo.models import bulk_encoding
+
+    monkeypatch.setattr(bulk_encoding, "cpu_has_bf16", lambda: False)  # float32, as rank() computes it
     torch.manual_seed(0)
     model = BiRanker(backbone=str(backbone), max_context_tokens=64, max_grounding_tokens=24).eval()
     items = dialogue_items(corpus, 4)

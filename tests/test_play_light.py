@@ -127,7 +127,7 @@ def test_the_partner_acts_only_on_what_was_just_mentioned():
     ("--room", "Moon base", "no room named 'Moon base' in the authored world"),
     ("--room", "the", "matches"),
     ("--as", "dragon king", "no playable character named 'dragon king'"),
-    ("--script", "/no/such/script.txt", "script '/no/such/script.txt' is not a file"),
+    ("--script", "/no/such/script.txt", "script '/no/such/script.txt' is not a file or a pipe"),
 ])
 def test_bad_arguments_end_in_one_clear_line(flag, value, message, no_light_data, capsys):
     with pytest.raises(SystemExit) as exit:

@@ -11,13 +11,14 @@ from tqdm import tqdm
 
 class CountProgress:
     """``advance(n)`` after each piece of work; ``close()`` at the end. Nothing is shown when
-    ``progress`` is False (library calls, tests)."""
+    ``progress`` is False (library calls, tests). ``first_line``: without a terminal, the first
+    line (with its estimate of the time left) comes after this many units instead of ~10%."""
 
-    def __init__(self, total: int, unit: str, progress: bool = True):
+    def __init__(self, total: int, unit: str, progress: bool = True, first_line: int | None = None):
         self.total, self.unit, self.done, self.started = total, unit, 0, time.perf_counter()
         self.enabled = progress and total > 0
         self.bar = tqdm(total=total, desc=unit, unit=unit[:2]) if self.enabled and sys.stderr.isatty() else None
-        self.next_line = max(1, total // 10)
+        self.next_line = max(1, first_line if first_line is not None else total // 10)
 
     def advance(self, count: int) -> None:
         self.done += count

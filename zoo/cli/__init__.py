@@ -70,6 +70,7 @@ def _download(args) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
+    from zoo.cli.messages import cli_words
     from zoo.console import configure_output
     from zoo.hub import DownloadError
 
@@ -79,5 +80,4 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.handler(args) or 0)
     except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:
-        message = error.args[0] if isinstance(error, KeyError) and error.args else str(error)
-        parser.exit(2, f"zoo: error: {message}\n")
+        parser.exit(2, f"zoo: error: {cli_words(error)}\n")

@@ -17,9 +17,13 @@ def add_commands(commands, eval_domains) -> None:
                           help="stop | random | demonstrations | a released name | a checkpoint directory | a run's .ckpt; "
                                "several learned policies form an ensemble (averaged action probabilities)")
     _add_data_arguments(evaluate)
-    evaluate.add_argument("--seed", type=int, default=0, help="seed of stochastic policies (random)")
+    evaluate.add_argument("--seed", type=int, default=0,
+                          help="seed of stochastic policies (random) and of the episodes --limit draws (0)")
     evaluate.add_argument("--batch-size", type=positive_int, default=256)
-    evaluate.add_argument("--limit", type=positive_int, default=None, help="evaluate only the first N examples")
+    evaluate.add_argument("--limit", type=positive_int, default=None,
+                          help="evaluate N episodes drawn over the split with --seed (the split's first N are "
+                          "only a layout or two)")
+    evaluate.add_argument("--first", action="store_true", help="with --limit: the split's first N episodes instead")
     evaluate.add_argument("--save", type=Path, default=None,
                           help="also write the evaluated policy as a save_pretrained directory (several models: "
                           "the ensemble, one model to release; new, empty, or a model zoo saved)")
@@ -63,7 +67,10 @@ def run_eval(args) -> int:
     from zoo.blocks.sources import open_split
     from zoo.bootstrap import Bootstrap
     from zoo.metrics import DistanceError
+    from zoo.subset import describe_subset, subset_indices, subset_words
 
+    if args.first and args.limit is None:
+        raise ValueError("--first needs --limit, the number of episodes")
     split, source = open_split(args.split, args.data_dir, args.download)
     policy = load_policies(args.model, args.seed)
     if args.save is not None:
@@ -71,13 +78,15 @@ def run_eval(args) -> int:
 
         check_replaceable(args.save, kind="model")  # before the evaluation, not after
     other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
-    examples = split.examples[: args.limit] if args.limit else split.examples
+    chosen = subset_indices(len(split.examples), args.limit, args.seed, args.first)
+    examples = [split.examples[i] for i in chosen]
     bootstrap, errors = Bootstrap(), DistanceError()
     result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, metric=errors)
     # the mean's interval over episodes: is a gap to another figure more than the split's noise?
     result["mean_low"], result["mean_high"] = bootstrap.interval(errors.final_errors().tolist())
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
+    summary["episodes"] = describe_subset(len(examples), len(split.examples), args.seed, args.first)
     versus = ""
     if other is not None:
         other_errors = DistanceError()
@@ -92,7 +101,8 @@ def run_eval(args) -> int:
     print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} "
           f"[95% {result['mean_low']:.3f}, {result['mean_high']:.3f}] / "
           f"median {result['median']:.3f}; minimum distance mean {result['min_mean']:.3f} / "
-          f"median {result['min_median']:.3f}; {summary['n']} episodes ({result['stop_rate']:.0%} ended by STOP), "
+          f"median {result['min_median']:.3f}; {subset_words(summary['episodes'], 'episodes')} "
+          f"({result['stop_rate']:.0%} ended by STOP), "
           f"{result['steps']} steps in "
           f"{result['seconds']:.1f}s{versus}", file=sys.stderr if args.json else sys.stdout)
     if args.save is not None:

@@ -86,7 +86,9 @@ def _examples(args) -> int:
         else:
             examples = build_split_examples(splits, args.split, args.task, args.features, options)
     except (LightDataError, OSError, pickle.UnpicklingError, ValueError) as error:
-        print(f"zoo light examples: error: {error}", file=sys.stderr)
+        from zoo.cli.messages import cli_words
+
+        print(f"zoo light examples: error: {cli_words(error)}", file=sys.stderr)
         return 2
     if args.limit is not None:
         examples = examples[: args.limit]

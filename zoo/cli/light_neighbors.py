@@ -58,7 +58,9 @@ def run_neighbors(args) -> int:
         kinds = (args.kind,) if args.kind else KINDS
         neighbours = {kind: model.nearest(args.query, kind, args.k, data_dir=args.data_dir) for kind in kinds}
     except (LightDataError, OSError, ValueError, KeyError, RuntimeError, TypeError) as error:
-        print(f"zoo light neighbors: error: {error}", file=sys.stderr)
+        from zoo.cli.messages import cli_words
+
+        print(f"zoo light neighbors: error: {cli_words(error)}", file=sys.stderr)
         return 2
     if args.json:
         payload = {"query": args.query, "model": str(args.model),

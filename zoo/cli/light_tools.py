@@ -48,7 +48,9 @@ def _sim_corpus(args):
 
 
 def _fail(command: str, error: Exception) -> int:
-    print(f"zoo {command}: error: {error}", file=sys.stderr)
+    from zoo.cli.messages import cli_words
+
+    print(f"zoo {command}: error: {cli_words(error)}", file=sys.stderr)
     return 2
 
 
@@ -267,7 +269,10 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--epochs", type=int, default=5, help="training epochs of fasttext / candidates-only")
     evaluate.add_argument("--batch-size", type=int, default=256, help="training batch size")
     evaluate.add_argument("--seed", type=int, default=0, help="seed of random scores and of training")
-    evaluate.add_argument("--limit", type=int, default=None, help="use only the first N examples of each split (with --source fixture: of LIGHT-sim, where baselines train)")
+    evaluate.add_argument("--limit", type=int, default=None,
+                          help="use only N examples of each split, drawn over it with --seed (with --source fixture: "
+                          "of LIGHT-sim, where baselines train)")
+    evaluate.add_argument("--first", action="store_true", help="with --limit: each split's first N examples instead")
     evaluate.add_argument("--versus", metavar="MODEL",
                           help="a second model (any --model value): also report the first's metric minus the "
                           "second's over the same examples, with a paired bootstrap interval; two generators also get "
@@ -291,6 +296,8 @@ def run_eval(args) -> int:
 
     fixture = args.source == "fixture"
     try:
+        if args.first and args.limit is None:
+            raise ValueError("--first needs --limit, the number of examples")
         for given, flag in ((args.candidate_seed, "--candidate-seed"), (args.distractors, "--distractors")):
             if given is not None and not fixture:
                 raise ValueError(f"{flag} applies to --source fixture only")
@@ -345,6 +352,12 @@ def run_eval(args) -> int:
     label, split = (cases["data"], "fixture") if fixture else (module.label, args.split)
     summary = {"model": args.model, "task": args.task, "split": split, "features": args.features,
                "data": label, **result, **{k: v for k, v in cases.items() if k != "data"}, **extra}
+    subset = ""
+    if not fixture:
+        from zoo.subset import describe_subset, subset_words
+
+        summary["examples"] = describe_subset(result["n"], module.split_sizes[split], args.seed, args.first)
+        subset = f" ({subset_words(summary['examples'], 'examples')})" if args.limit is not None else ""
     generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
     retrieved = f", top-1 f1 {result['top1_f1']:.4f}" if "top1_f1" in result else ""
     versus = result.get("versus")
@@ -358,7 +371,7 @@ def run_eval(args) -> int:
     where = label if fixture else f"{label} {split}"
     print(f"{where}, {args.task} ({args.features}), {args.model}: {metric} "
           f"{result[metric]:.4f}{interval} (chance {result['chance']:.4f}), mrr {result['mrr']:.4f}, "
-          f"n {result['n']}{retrieved}{generative}", file=sys.stderr if args.json else sys.stdout)
+          f"n {result['n']}{subset}{retrieved}{generative}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
     return 0
@@ -401,7 +414,8 @@ def _light_module(args):
 
     return LightDataModule(task=args.task, features=args.features,
                            source="sim" if args.source == "fixture" else args.source, data_dir=args.data_dir,
-                           sim=_sim_corpus(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit)
+                           sim=_sim_corpus(args), sim_dir=args.sim_dir, download=args.download, limit=args.limit,
+                           limit_seed=None if args.first else args.seed)
 
 
 def _same_cases(dataset, other):

@@ -174,7 +174,8 @@ def run_demo(args) -> int:
 
 def _add_io_arguments(parser) -> None:
     group = parser.add_argument_group("input and record")
-    group.add_argument("--script", metavar="FILE", help="take your lines from FILE (one per line; # comments)")
+    group.add_argument("--script", metavar="FILE",
+                       help="take your lines from FILE, a pipe or - (standard input): one per line; # comments")
     group.add_argument("--transcript", metavar="OUT.jsonl",
                        help="write every turn as JSON lines: speaker, kind, text, world changes, seconds (a new "
                        "file: an existing one is refused unless --append is given)")

@@ -97,8 +97,10 @@ class LightDataModule(L.LightningDataModule):
     order) for the release, and with a fresh RNG per split for LIGHT-sim, so one LIGHT-sim split
     can be built without the others. ``collate``: turns a list of :class:`LightItem` into a
     batch (default: :func:`default_collate`); models pass their tokenising collate here.
-    ``limit``: keep only the first N examples of each split (quick runs), or a mapping from
-    split name to N (splits not named stay whole). Under DDP the evaluation loaders split the
+    ``limit``: keep only N examples of each split (quick runs), or a mapping from split name
+    to N (splits not named stay whole): the first N, or with ``limit_seed`` N drawn over the
+    split with that seed, in split order (:func:`zoo.subset.subset_indices`); ``split_sizes``
+    holds each built split's size before the limit. Under DDP the evaluation loaders split the
     examples over the ranks without padding, so metrics reduced over ranks count every example
     exactly once. ``sim``: the LIGHT-sim corpus made on first use (``zoo.light.sim.SimCorpus``) when
     ``source`` is ``sim`` (or ``auto`` without the release) and no ``sim_dir`` is given.
@@ -120,6 +122,7 @@ class LightDataModule(L.LightningDataModule):
         download: bool = False,
         limit: int | Mapping[str, int | None] | None = None,
         shuffle: bool = True,
+        limit_seed: int | None = None,
     ) -> None:
         super().__init__()
         if source not in SOURCES:
@@ -142,6 +145,8 @@ class LightDataModule(L.LightningDataModule):
         self.num_workers = num_workers
         self.download = download
         self.limit = limit
+        self.limit_seed = limit_seed
+        self.split_sizes: dict[str, int] = {}
         self.shuffle = shuffle
         self.source: str | None = None
         self._episodes: dict[str, list[Episode]] | None = None
@@ -228,8 +233,12 @@ class LightDataModule(L.LightningDataModule):
                 examples = build_split_examples(splits, split, self.task, self.features, options)
             contexts = full_contexts(examples)
             limit = self.limit.get(split) if isinstance(self.limit, Mapping) else self.limit
+            self.split_sizes[split] = len(examples)
             if limit is not None:
-                examples, contexts = examples[:limit], contexts[:limit]
+                from zoo.subset import subset_indices
+
+                chosen = subset_indices(len(examples), limit, self.limit_seed or 0, first=self.limit_seed is None)
+                examples, contexts = [examples[i] for i in chosen], [contexts[i] for i in chosen]
             self._datasets[split] = LightDataset(examples, contexts)
         return self._datasets[split]
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import sys
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import TextIO
+from typing import BinaryIO, TextIO
 
 MAX_LINE_CHARACTERS = 500
 """Longer lines are cut here (with a note): a LIGHT utterance averages 12 tokens, and the
@@ -40,24 +40,42 @@ def clean_line(text: str, limit: int = MAX_LINE_CHARACTERS) -> tuple[str, str | 
     return line, ("; ".join(notes) or None)
 
 
+def _decoded(stream: BinaryIO) -> Iterator[str]:
+    """A byte stream's lines as text (bad bytes replaced), read one at a time."""
+    for data in stream:
+        yield data.decode("utf-8", errors="replace").rstrip("\r\n")
+
+
 class LineSource:
-    """The lines of a game: from ``script`` when given, else typed at ``prompt``. Iteration
-    ends at the end of the script, at end of input (Ctrl-D) or on Ctrl-C."""
+    """The lines of a game: from ``script`` when given (a file, a pipe, or ``-`` for standard
+    input, read a line at a time as the game goes), else typed at ``prompt``. Iteration ends
+    at the end of the script, at end of input (Ctrl-D) or on Ctrl-C."""
 
     def __init__(self, script: str | Path | None, prompt: str, out: TextIO) -> None:
         self.prompt, self.out = prompt, out
-        self.script = None
-        if script is not None:
+        self.stdin = str(script) == "-"
+        self.script: list[str] | Path | None = None
+        if script is not None and not self.stdin:
             path = Path(script)
-            if not path.is_file():
-                raise FileNotFoundError(f"script {str(script)!r} is not a file")
-            self.script = path.read_text(encoding="utf-8", errors="replace").splitlines()
+            if not path.exists() or path.is_dir():
+                raise FileNotFoundError(f"script {str(script)!r} is not a file or a pipe (use - for standard input)")
+            # a file is read now; a pipe as the game goes (its writer may still be writing)
+            self.script = path.read_text(encoding="utf-8", errors="replace").splitlines() if path.is_file() else path
 
     def __iter__(self) -> Iterator[tuple[str, str | None]]:
-        return self._scripted() if self.script is not None else self._typed()
+        if self.stdin:
+            binary = getattr(sys.stdin, "buffer", None)
+            return self._scripted(_decoded(binary) if binary else (line.rstrip("\r\n") for line in sys.stdin))
+        if isinstance(self.script, Path):
+            return self._piped(self.script)
+        return self._scripted(self.script) if self.script is not None else self._typed()
 
-    def _scripted(self) -> Iterator[tuple[str, str | None]]:
-        for raw in self.script:
+    def _piped(self, path: Path) -> Iterator[tuple[str, str | None]]:
+        with path.open("rb") as stream:
+            yield from self._scripted(_decoded(stream))
+
+    def _scripted(self, lines: Iterable[str]) -> Iterator[tuple[str, str | None]]:
+        for raw in lines:
             if raw.lstrip().startswith("#"):
                 continue
             line, note = clean_line(raw)

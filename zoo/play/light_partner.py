@@ -8,7 +8,9 @@ the data, the action context shows what the partner has just said, and the emote
 what it said and did.
 
 * **Say**: a retrieving model (a bi-ranker) returns the best of the indexed training
-  utterances (:mod:`zoo.play.retrieval_index`) that neither player has said yet in this game;
+  utterances (:mod:`zoo.play.retrieval_index`) that neither player has said yet in this game
+  and that does not name the partner itself (a line such as "Perhaps you are right, town
+  sheriff." answers the town sheriff; the sheriff never says it);
   a generative model (``light-generative``) writes a line.
 * **Act**: the action model ranks the engine-valid actions (minus blows that would kill,
   as LIGHT-sim never lets a chat lose a player) and the engine executes the chosen one.
@@ -46,6 +48,8 @@ from zoo.play.light_room import LightRoom, changes
 ACT_POLICIES = ("auto", "always", "never")
 RETRIEVED = 20
 """Utterances retrieved per turn: the best one not said yet in the game is used."""
+FARTHER = 1000
+"""Retrieved when none of the first ``RETRIEVED`` will do (all name the partner itself)."""
 
 _WORD = re.compile(r"[^\W\d_]+", re.UNICODE)
 _STOPWORDS = frozenset("the and for with from into onto some any this that its his her their our your a an of in on "
@@ -60,6 +64,12 @@ def content_words(text: str) -> set[str]:
         if len(word) >= 3 and word not in _STOPWORDS:
             words.add(word[:-1] if len(word) > 3 and word.endswith("s") else word)
     return words
+
+
+def name_pattern(character: str) -> re.Pattern:
+    """Matches ``character``'s name (less a leading article) as whole words, in any case."""
+    name = re.sub(r"^(a|an|the)\s+", "", character.strip(), flags=re.IGNORECASE)
+    return re.compile(r"(?<!\w)" + r"\s+".join(map(re.escape, name.split())) + r"(?!\w)", re.IGNORECASE)
 
 
 def partner_context(room: LightRoom, kind: str, pending: Turn) -> str:
@@ -113,8 +123,15 @@ class Partner:
         if self.generates:
             return self.speaker.generate([context])[0].strip() or "..."
         said = {(t.speech or "").strip().lower() for t in room.turns}
-        results = self.index.search(self.speaker.encode_contexts([context]), RETRIEVED)[0]
-        return next((text for text, _ in results if text.strip().lower() not in said), results[0][0])
+        query = self.speaker.encode_contexts([context])
+        own_name = name_pattern(room.partner)
+        for k in (RETRIEVED, FARTHER):
+            results = [text for text, _ in self.index.search(query, k)[0]
+                       if not own_name.search(text)]  # a line addressed to its own name is for the other one
+            fresh = [text for text in results if text.strip().lower() not in said]
+            if fresh or results:
+                return (fresh or results)[0]
+        return "..."
 
     # ------------------------------------------------------------------ act
     @staticmethod

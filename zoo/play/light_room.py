@@ -19,11 +19,22 @@ from zoo.light.records import Agent, Episode, ObjectDescription, Setting, Turn
 from zoo.light.scene import Scene, stage_chat
 from zoo.light.world import World, article_name
 
+ARTICLES = ("a ", "an ", "the ", "some ")
+
 
 def the(name: str) -> str:
     """``the <name>``, unless the world's name already starts with an article ("a scullery
     boy", "the tower" are names in the real LIGHT world)."""
-    return name if name.lower().startswith(("a ", "an ", "the ")) else f"the {name}"
+    return name if name.lower().startswith(ARTICLES) else f"the {name}"
+
+
+def a_or_an(name: str) -> str:
+    """``a <name>`` or ``an <name>`` for a person to read: a name that already starts with an
+    article keeps it ("a holy book", not the release's "an a holy book"; the models still read
+    the release's strings, :func:`zoo.light.world.article_name`)."""
+    if name.lower().startswith(ARTICLES):
+        return name
+    return ("an " if name[:1].lower() in "aeiou" and name[:1] else "a ") + name
 
 
 def _close(name: str, choices: list[str]) -> str:
@@ -151,7 +162,10 @@ class LightRoom:
         return [the(a.name) + (f" ({roles[a.name]})" if a.name in roles else "") for a in agents]
 
     def holdings(self, who: str) -> str:
-        carrying, wearing, wielding = self.engine.inventory(who)
+        held: dict[str | None, list[str]] = {None: [], "wear": [], "wield": []}
+        for item in self.graph.children(self.engine.agent(who)):
+            held[item.equipped if item.equipped in held else None].append(a_or_an(item.name))
+        carrying, wearing, wielding = held[None], held["wear"], held["wield"]
         parts = [f"{verb} {', '.join(items)}" for verb, items in
                  (("carries", carrying), ("wears", wearing), ("wields", wielding)) if items]
         return "; ".join(parts) if parts else "holds nothing"
@@ -161,8 +175,8 @@ class LightRoom:
         shown = []
         for node in self.graph.children(room):
             if node.is_object:
-                inside = [article_name(self.graph.nodes[i].name) for i in node.contents]
-                shown.append(article_name(node.name) + (f" ({node.surface} it: {', '.join(inside)})" if inside else ""))
+                inside = [a_or_an(self.graph.nodes[i].name) for i in node.contents]
+                shown.append(a_or_an(node.name) + (f" ({node.surface} it: {', '.join(inside)})" if inside else ""))
         return shown
 
     def panel(self, width: int = 78) -> str:

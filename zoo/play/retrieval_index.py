@@ -2,7 +2,8 @@
 
 ParlAI's interactive LIGHT mode re-encoded its 109,476 fixed candidates at every start (hours
 on a CPU). Here the training utterances of a corpus are encoded by the bi-ranker's candidate
-encoder once, with a progress bar, and stored under
+encoder once (bfloat16 where the CPU has it; a bar on a terminal, plain lines with the time left
+otherwise) and stored under
 ``$ZOO_CACHE/play/light-index/<weights>-<corpus>/``: the directory name is keyed by a sha256
 of the encoder's weights (the tensors themselves, wherever they were loaded from) and a sha256
 of the corpus files, so a new model or corpus gets a new index and never a stale one.
