@@ -1,4 +1,4 @@
-"""Loading the release into typed records (spec §1), and refusing malformed files."""
+"""Loading the release into typed records (docs/blocks_environment.md §1), and refusing malformed files."""
 
 
 import numpy as np

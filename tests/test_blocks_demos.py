@@ -1,4 +1,4 @@
-"""A* demonstrations (spec §3): shortest paths on small hand-made boards, and the paper's oracle."""
+"""A* demonstrations (docs/blocks_environment.md §3): shortest paths on small hand-made boards, and the paper's oracle."""
 
 import numpy as np
 import pytest
@@ -57,4 +57,4 @@ def test_demonstrations_reproduce_the_papers_oracle_error(blocks_dev):
     result = evaluate_policy(create_model("blocks-demonstrations"), blocks_dev.examples, progress=False)
     assert result["mean"] == pytest.approx(0.349, abs=5e-4)
     assert result["median"] == pytest.approx(0.302, abs=5e-4)
-    assert result["stop_rate"] == 1.0  # no dev demonstration is truncated at the horizon (spec §3)
+    assert result["stop_rate"] == 1.0  # no dev demonstration is truncated at the horizon (docs/blocks_environment.md §3)

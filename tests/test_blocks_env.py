@@ -1,4 +1,4 @@
-"""The simulator's mechanics (spec §2), on hand-made boards."""
+"""The simulator's mechanics (docs/blocks_environment.md §2), on hand-made boards."""
 
 import numpy as np
 import pytest

@@ -1,4 +1,4 @@
-"""Reward and shaping values (spec §4), computed by hand on tiny boards."""
+"""Reward and shaping values (docs/blocks_environment.md §4), computed by hand on tiny boards."""
 
 import numpy as np
 import pytest

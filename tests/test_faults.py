@@ -1,4 +1,4 @@
-"""Fault injection (issue 12): a training run killed with SIGKILL at an arbitrary moment
+"""Fault injection: a training run killed with SIGKILL at an arbitrary moment
 resumes to exactly the weights of an uninterrupted run."""
 
 from __future__ import annotations

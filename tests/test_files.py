@@ -1,4 +1,4 @@
-"""Outputs replace only what zoo wrote: the data-loss reports of issue 12, reproduced first."""
+"""Outputs replace only what zoo wrote: the data-loss reports, reproduced first."""
 
 from __future__ import annotations
 

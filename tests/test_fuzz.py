@@ -1,4 +1,4 @@
-"""Fuzzing every parser that reads outside input (issue 12): each property's input is either
+"""Fuzzing every parser that reads outside input: each property's input is either
 accepted or refused with one of zoo's own exceptions carrying a message, never another
 traceback, never a hang, never a write outside the destination.
 

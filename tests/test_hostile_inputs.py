@@ -1,4 +1,4 @@
-"""Regression tests for issue 12's reproductions: each one first, then the fix's promise."""
+"""Regression tests for hostile inputs: each one first, then the fix's promise."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Recipes refuse a mistyped or mistyped-value key before any work (issue 12, item 4)."""
+"""Recipes refuse a mistyped or mistyped-value key before any work."""
 
 from __future__ import annotations
 

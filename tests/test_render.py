@@ -1,4 +1,4 @@
-"""Renderer, history stack, standardisation and animations (spec §6).
+"""Renderer, history stack, standardisation and animations (docs/blocks_environment.md §6).
 
 Runs on the real textures in ``../shared/data/blocks`` when they exist and always also on the
 no-data fallback (an empty data directory), so nothing is skipped without the data.

@@ -90,7 +90,7 @@ class ResumableLoader(DataLoader):
 
 
 class ReplayMemoryBatches:
-    """The original supervised trainer's batches (spec §6.4), as lists of dataset indices.
+    """The original supervised trainer's batches (docs/blocks_environment.md §6.4), as lists of dataset indices.
 
     Episodes (groups of consecutive items) are visited in a fresh seeded order each epoch;
     after each one joins a memory of the last ``capacity`` items, one batch of

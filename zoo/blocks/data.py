@@ -80,7 +80,7 @@ def load_split(split: str, data_dir: str | os.PathLike | None = None, download: 
 
 
 def build_split(name: str, episodes: list[list[Transition]]) -> BlocksSplit:
-    """Flatten episodes into a split and mark the tuning examples (spec §1.4)."""
+    """Flatten episodes into a split and mark the tuning examples (docs/blocks_environment.md §1.4)."""
     transitions = [t for episode in episodes for t in episode]
     examples, tuning = [], []
     held_episodes = _tuning_episodes(episodes)

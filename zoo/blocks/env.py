@@ -1,4 +1,4 @@
-"""The Blocks simulator (spec §2), vectorised over a batch of episodes.
+"""The Blocks simulator (docs/blocks_environment.md §2), vectorised over a batch of episodes.
 
 One :meth:`BlocksEnv.step` moves one block in every unfinished episode with a handful of
 tensor operations: no Python loop over episodes, so thousands of boards step at once and the

@@ -1,4 +1,4 @@
-"""Constants and action encoding of the Blocks world (spec §2).
+"""Constants and action encoding of the Blocks world (docs/blocks_environment.md §2).
 
 Positions are kept in the JSON frame of the release: ``(x, z)`` with screen-right = +x and
 screen-up = +z. The original simulator negated both axes internally; its four action
@@ -40,14 +40,14 @@ PROTOCOL_NAMES = ("north", "south", "east", "west")
 DIRECTION_DELTAS = torch.tensor(
     [[-STEP, 0.0], [STEP, 0.0], [0.0, STEP], [0.0, -STEP]], dtype=torch.float64
 )
-"""(dx, dz) of each direction in the JSON frame (spec §2.2, last two columns)."""
+"""(dx, dz) of each direction in the JSON frame (docs/blocks_environment.md §2.2, last two columns)."""
 
 LOGO_BRANDS = (
     "adidas", "bmw", "burgerking", "cocacola", "esso", "heineken", "hp", "mcdonalds",
     "mercedesbenz", "nvidia", "pepsi", "shell", "sri", "starbucks", "stella", "target",
     "texaco", "toyota", "twitter", "ups",
 )
-"""Block ``i`` of a logo episode wears brand ``LOGO_BRANDS[i]`` (spec §1.2)."""
+"""Block ``i`` of a logo episode wears brand ``LOGO_BRANDS[i]`` (docs/blocks_environment.md §1.2)."""
 
 
 def encode_action(block: int | torch.Tensor, direction: int | torch.Tensor):

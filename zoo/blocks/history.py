@@ -1,5 +1,5 @@
 """What the agent remembers of an episode: the history stack of its last K+1 frames, and the
-per-stack standardisation it sees them through (spec §6)."""
+per-stack standardisation it sees them through (docs/blocks_environment.md §6)."""
 
 from __future__ import annotations
 

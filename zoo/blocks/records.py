@@ -1,5 +1,5 @@
 """Typed records of the Blocks data: one :class:`Transition` per A0 annotation, one
-:class:`Example` per (transition, instruction) pair (spec §1.3)."""
+:class:`Example` per (transition, instruction) pair (docs/blocks_environment.md §1.3)."""
 
 from __future__ import annotations
 
@@ -75,7 +75,7 @@ class BlocksSplit:
     """A split as the simulator served it: transitions and examples in file order.
 
     ``tuning`` marks the examples of the first two logo and first two digit episodes, which
-    the original trainer held out for validation (675 of train; spec §1.4).
+    the original trainer held out for validation (675 of train; docs/blocks_environment.md §1.4).
     """
 
     name: str

@@ -1,4 +1,4 @@
-"""Top-down 120x120 frames of Blocks boards (spec §6); the history stack and the
+"""Top-down 120x120 frames of Blocks boards (docs/blocks_environment.md §6); the history stack and the
 standardisation the agent sees them through live in :mod:`zoo.blocks.history`.
 
 The original simulator rendered a Unity scene; this module redraws it without a GPU or a
@@ -9,7 +9,7 @@ episode: per window pixel we find which face of the block its camera ray meets a
 texel of that face it sees, look the colour up in a precomputed atlas, and scatter it into
 a copy of the background.
 
-Array convention (spec §6.3, the agent's): ``frame[:, r, c]`` with row ``r`` increasing
+Array convention (docs/blocks_environment.md §6.3, the agent's): ``frame[:, r, c]`` with row ``r`` increasing
 toward +z (the Unity texture is bottom row first) and column ``c`` toward +x.
 :func:`to_display` flips rows for people.
 

@@ -1,4 +1,4 @@
-"""The Blocks reward (spec §4): the problem reward plus the two shaping terms of the paper.
+"""The Blocks reward (docs/blocks_environment.md §4): the problem reward plus the two shaping terms of the paper.
 
 * **problem reward**: -δ per move, +1 for STOP within one block length of the goal (total
   distance over all blocks), -1 for any other STOP, -1 for a failed move;
@@ -35,7 +35,7 @@ class RewardConfig:
     ``variant``: ``problem`` (no shaping), ``f1``, ``f2``, ``shaped`` (F1 + F2, the paper's
     approach) or ``distance`` (the paper's "distance reward" ablation: minus the total distance
     to the goal after every step, in block lengths). ``failure_penalty``: reward of a failed
-    move; the paper says -1, the original code's unshaped type gave -δ (spec §8.3).
+    move; the paper says -1, the original code's unshaped type gave -δ (docs/blocks_environment.md §8.3).
     """
 
     variant: str = "shaped"

@@ -1,4 +1,4 @@
-"""The 12 verbs of the 2019 LIGHT engine (spec §7a, the paper's Table 12): constraints and effects.
+"""The 12 verbs of the 2019 LIGHT engine (docs/light_data.md §7a, the paper's Table 12): constraints and effects.
 
 Every verb is three small functions over a :class:`~zoo.light.graph.GameGraph`: *parse*
 (command text -> nodes), *check* (``None`` when allowed, else the reason in words, e.g.
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from zoo.light.graph import GameGraph, Node
 
 VERBS = ("get", "put", "drink", "eat", "steal", "hit", "hug", "wear", "wield", "drop", "give", "remove")
-"""The verbs whose commands form ``available_actions`` (spec §2)."""
+"""The verbs whose commands form ``available_actions`` (docs/light_data.md §2)."""
 
 PREPOSITIONS = {"get": ("from",), "put": ("in", "on"), "give": ("to",), "steal": ("from",)}
 """Two-argument verbs and the word between their arguments (``put`` accepts ``on`` for surfaces)."""

@@ -1,4 +1,4 @@
-"""Label candidates of the three LIGHT tasks, built as ParlAI's builder built them (spec §5).
+"""Label candidates of the three LIGHT tasks, built as ParlAI's builder built them (docs/light_data.md §5).
 
 * speech: 19 negatives drawn from every utterance of the same split plus the gold at a random
   position (R@1/20). The draws use Python's ``random.Random`` with the builder's exact calls
@@ -26,7 +26,7 @@ EMOTES = (
     "applaud", "blush", "cry", "dance", "frown", "gasp", "grin", "groan", "growl", "laugh", "nod",
     "nudge", "ponder", "pout", "scream", "shrug", "sigh", "smile", "stare", "wave", "wink", "yawn",
 )
-"""The 22 emotes of the collection UI and the LIGHT engine (spec §6)."""
+"""The 22 emotes of the collection UI and the LIGHT engine (docs/light_data.md §6)."""
 
 WHICH_CANDIDATES = ("none", "action", "emote")
 
@@ -108,7 +108,7 @@ def split_emotes(episodes: Iterable[Episode]) -> list[str]:
 
 
 def no_affordance_actions(episode: Episode, t: int) -> list[str]:
-    """Naive action candidates of turn ``t`` that ignore object properties (spec §5), sorted.
+    """Naive action candidates of turn ``t`` that ignore object properties (docs/light_data.md §5), sorted.
 
     The union of ``available_actions[t]`` and: stealing what the partner held at the previous
     turn, getting every room object, and for every held item dropping, wielding, wearing,

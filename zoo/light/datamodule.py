@@ -89,7 +89,7 @@ def official_available(data_dir: str | os.PathLike | None = None) -> bool:
 
 
 class LightDataModule(L.LightningDataModule):
-    """The LIGHT dialogue/action/emote tasks (spec §4-§5) with named grounding features.
+    """The LIGHT dialogue/action/emote tasks (docs/light_data.md §4-§5) with named grounding features.
 
     ``task``: ``dialogue`` (R@1/20), ``action`` or ``emote``. ``features``: a name of
     :data:`zoo.light.features.FEATURE_SETS` or a :class:`Features`. ``candidates``: candidate

@@ -22,7 +22,7 @@ EMOTE_THIRD_PERSON = {
     "nudge": "nudges", "ponder": "ponders", "pout": "pouts", "scream": "screams", "shrug": "shrugs",
     "sigh": "sighs", "smile": "smiles", "stare": "stares", "wave": "waves", "wink": "winks", "yawn": "yawns",
 }
-"""Third-person forms of the 22 emotes (spec §6), for the message others see."""
+"""Third-person forms of the 22 emotes (docs/light_data.md §6), for the message others see."""
 
 
 @dataclass(frozen=True)

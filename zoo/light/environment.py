@@ -2,13 +2,13 @@
 
 Sources, best first (``load_world(source="auto")``):
 
-1. ``light_environment.pkl``, the official release file (spec §1): sha256-verified and
+1. ``light_environment.pkl``, the official release file (docs/light_data.md §1): sha256-verified and
    unpickled with the restricted unpickler (:func:`zoo.light.release.load_environment`).
-2. ``environment-full/light_environment_{train,dev,test}.json`` (spec §8a): the same layout
+2. ``environment-full/light_environment_{train,dev,test}.json`` (docs/light_data.md §8a): the same layout
    keyed by strings; the three files are merged. When ``environment-flat/`` is present too,
    its extra characters and objects fill ids the full files reference but lack (they carry no
    affordance fractions, so they count as gettable objects without classes).
-3. ``environment-flat/{rooms,characters,objects}.json`` alone (spec §8b): names, text and
+3. ``environment-flat/{rooms,characters,objects}.json`` alone (docs/light_data.md §8b): names, text and
    personas but no links between rooms, characters and objects; a game then draws them at random.
 4. The small authored world shipped with the package (``authored_world.json``, same layout
    as 2.), so everything runs on a machine without any data.
@@ -67,7 +67,7 @@ def load_world(data_dir: str | os.PathLike | None = None, source: str = "auto") 
 
 
 def authored_world() -> World:
-    """The packaged authored world (our own text; spec §8a layout)."""
+    """The packaged authored world (our own text; docs/light_data.md §8a layout)."""
     text = resources.files("zoo.light").joinpath("authored_world.json").read_text(encoding="utf-8")
     return world_from_environment(json.loads(text), source="authored")
 
@@ -125,7 +125,7 @@ def _flat_characters_objects(directory: Path) -> tuple[list[dict], list[dict]]:
 
 
 def world_from_environment(raw: Mapping[str, Any], source: str = "official") -> World:
-    """A world from the environment layout of spec §8a (ids as ints or strings).
+    """A world from the environment layout of docs/light_data.md §8a (ids as ints or strings).
 
     Malformed entries raise :class:`LightDataError` naming the entry, so a damaged file is
     reported rather than half-loaded.

@@ -1,4 +1,4 @@
-"""Flatten LIGHT episodes into ranking examples, exactly as ParlAI's ``light_dialog`` did (spec §4).
+"""Flatten LIGHT episodes into ranking examples, exactly as ParlAI's ``light_dialog`` did (docs/light_data.md §4).
 
 Each episode is seen twice: first by ``agents[1]`` (view A), then by ``agents[0]`` (view B,
 where a ``None`` is put in front of the per-turn fields so the partner always takes the even
@@ -10,7 +10,7 @@ first one starts with the header of task, setting, names, persona and object des
 With the default features every line is ``<special token> <value>``; lines are joined by
 ``\\n`` and trailing newlines removed.
 
-Candidates (spec §5) come from :mod:`zoo.light.candidates`; with the default options the
+Candidates (docs/light_data.md §5) come from :mod:`zoo.light.candidates`; with the default options the
 speech lists reproduce ParlAI's when the same pickle's earlier splits are given too.
 """
 
@@ -72,7 +72,7 @@ class LightExample:
         }
 
     def to_parlai_line(self) -> str:
-        """The example as a line of ParlAI's dialog-text build files (spec §1): tab-separated
+        """The example as a line of ParlAI's dialog-text build files (docs/light_data.md §1): tab-separated
         ``text``, ``labels``, ``label_candidates`` and, when true, ``episode_done``."""
         fields = [
             f"text:{_escape(self.text)}",
@@ -156,7 +156,7 @@ def _say(prefix: str, speech: str, features: Features) -> str:
 
 
 def _view_drafts(view: _View, kind: str, features: Features, episode_index: int) -> list[_Draft]:
-    """The examples of one view (spec §4 steps 1-5)."""
+    """The examples of one view (docs/light_data.md §4 steps 1-5)."""
     # Pending text is a string, not a list of lines: the repeat modes replace it by a bare
     # utterance without a newline, and later lines are glued onto it as ParlAI did.
     pending = "".join(line + "\n" for line in _header(view.episode, view.self_agent, kind, features))
@@ -317,7 +317,7 @@ def full_contexts(examples: Sequence[LightExample]) -> list[str]:
     """Self-contained context of every example: the ``\\n``-join of its view's texts so far.
 
     This is what ParlAI's history shows a model (without the extra copy of the gold label
-    that TorchAgent's ``--use-reply label`` adds; spec §4 history caveat).
+    that TorchAgent's ``--use-reply label`` adds; docs/light_data.md §4 history caveat).
     """
     contexts, history = [], []
     for example in examples:

@@ -1,6 +1,6 @@
 """Which grounding features a flattened LIGHT context shows: ParlAI's options and named sets.
 
-ParlAI's ``light_dialog`` builder is driven by ``light_use_*`` options (spec §4). A
+ParlAI's ``light_dialog`` builder is driven by ``light_use_*`` options (docs/light_data.md §4). A
 :class:`Features` value holds exactly those that shape the text, with ParlAI's
 ``DefaultTeacher`` defaults, and keeps ParlAI's matching rule so the same option values give
 the same text: a field set to ``all`` (or any value containing ``all``) or equal to the asked
@@ -8,7 +8,7 @@ role is on. One upstream quirk is kept on purpose: ``persona="partner"`` shows *
 because the builder tests for the word ``other``; use ``persona="other"`` for the partner's.
 
 Named sets cover ParlAI's three teachers and the grounding ablations of the paper's
-Tables 5 and 6. The paper does not spell out the flags behind each row (spec §4: "not stated
+Tables 5 and 6. The paper does not spell out the flags behind each row (docs/light_data.md §4: "not stated
 in the code"); our mapping is documented in :data:`FEATURE_SETS`.
 """
 
@@ -29,7 +29,7 @@ def uses(value: str, role: str) -> bool:
 
 @dataclass(frozen=True)
 class Features:
-    """Text options of the builder; defaults are ParlAI's ``DefaultTeacher`` (spec §4).
+    """Text options of the builder; defaults are ParlAI's ``DefaultTeacher`` (docs/light_data.md §4).
 
     ``taskname``: ``_task_<label type>`` line. ``setting``: ``_setting_name``/``_setting_desc``.
     ``person_names``: ``_partner_name``/``_self_name``. ``persona``: ``_self_persona`` (self)
@@ -88,7 +88,7 @@ _NOTHING = Features(
 _DIALOGUE = replace(_NOTHING, speech="all")
 
 FEATURE_SETS: dict[str, Features] = {
-    # ParlAI's teachers (spec §4 table), text options only.
+    # ParlAI's teachers (docs/light_data.md §4 table), text options only.
     "parlai_default": PARLAI_DEFAULT,
     "parlai_simple": Features(objects=False, emote="none", speech="partner", action="none",
                               current_self_output="none", speech_prefix=False),

@@ -1,4 +1,4 @@
-"""The real LIGHT fixture (spec §9): nine real episodes, and which of their fields are real.
+"""The real LIGHT fixture (docs/light_data.md §9): nine real episodes, and which of their fields are real.
 
 Why a module of its own: the fixture is the only real LIGHT dialogue text on our machines, but
 it mixes real fields (speech, actions, emotes of the recovered turns, settings, most personas)

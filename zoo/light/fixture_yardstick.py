@@ -3,7 +3,7 @@
 Why: every LIGHT checkpoint here is trained on LIGHT-sim, whose generated speech is far easier
 than people's (IR scores 57.2 R@1/20 on it, 23.7 on real LIGHT in the paper). The fixture's
 nine real dialogues (:mod:`zoo.light.fixture`) are the only real LIGHT text we have; this
-module turns them into cases shaped like the paper's test-time sets (spec §5), so a model's
+module turns them into cases shaped like the paper's test-time sets (docs/light_data.md §5), so a model's
 number on real speech can sit beside its LIGHT-sim number.
 
 * **Examples and contexts** are exactly what the models see on any corpus:
@@ -25,7 +25,7 @@ number on real speech can sit beside its LIGHT-sim number.
 * **Action accuracy:** real gold actions; the candidates are the turn's ``available_actions``,
   which the fixture *reconstructed* from a reconstructed inventory (gold always included), so
   this measures ranking against a plausible, not the original, candidate list.
-* **Emote accuracy:** real gold emotes among the 22 emotes (spec §6).
+* **Emote accuracy:** real gold emotes among the 22 emotes (docs/light_data.md §6).
 
 The Midi-Tuning dialogues have real speech but no actions or emotes, so only dialogue uses them.
 """

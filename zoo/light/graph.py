@@ -1,7 +1,7 @@
 """The game graph: rooms, agents and objects as nodes, each inside exactly one other node.
 
 This is the mutable state the verbs of :mod:`zoo.light.actions` read and change; it knows
-nothing of rules. Sizes and capacities follow the 2019 collection engine (spec §7a): objects
+nothing of rules. Sizes and capacities follow the 2019 collection engine (docs/light_data.md §7a): objects
 have size 1 (containers hold 3), agents size 20 and capacity 20, rooms capacity 2000.
 
 Names are what commands use (``get brush``, ``give brush to worker``), so within one graph
@@ -188,7 +188,7 @@ class GameGraph:
         del self.nodes[node_id]
 
     def equip(self, node_id: str, slot: str) -> None:
-        """Mark an object worn or wielded and add its stats to its holder (spec §7a: weapons
+        """Mark an object worn or wielded and add its stats to its holder (docs/light_data.md §7a: weapons
         give attack 1, wearables defence 1)."""
         node = self.nodes[node_id]
         node.equipped = slot

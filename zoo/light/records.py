@@ -1,7 +1,7 @@
 """Typed records for one LIGHT episode, in both directions: raw dict <-> dataclasses.
 
 The official release (``light_data.pkl``, ``light_unseen_data.pkl``) stores each two-player
-chat as a dict of parallel per-turn lists (spec §2). Everything downstream (examples,
+chat as a dict of parallel per-turn lists (docs/light_data.md §2). Everything downstream (examples,
 candidates, models, a simulator writing new corpora) should not have to know that layout,
 so it is parsed once here into frozen dataclasses, with every structural assumption
 checked and a malformed file reported by episode and field. ``Episode.to_raw()`` goes
@@ -44,7 +44,7 @@ REQUIRED_KEYS = ("setting", "agents", "all_descriptions") + TEXT_COLUMNS + LIST_
 
 
 class LightDataError(ValueError):
-    """A LIGHT episode file does not have the structure of the release (spec §2)."""
+    """A LIGHT episode file does not have the structure of the release (docs/light_data.md §2)."""
 
 
 @dataclass(frozen=True)

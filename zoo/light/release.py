@@ -1,4 +1,4 @@
-"""The official LIGHT release: the three pickles of spec §1, located, verified, loaded, split.
+"""The official LIGHT release: the three pickles of docs/light_data.md §1, located, verified, loaded, split.
 
 Files come from a local directory (the caller's ``data_dir``, else ``$ZOO_DATA_DIR/light``,
 else the download cache ``$ZOO_CACHE/light``) or, when asked, are downloaded from parl.ai.
@@ -7,7 +7,7 @@ the restricted unpickler of :mod:`zoo.light.safe_pickle`, so neither a tampered 
 malicious file can run code. Corpora we generate ourselves (the fixture, LIGHT-sim) have no
 published hash and are read with ``verify=False``, which callers must ask for explicitly.
 
-Splits follow ParlAI's builder exactly (spec §3): every unseen-file episode is
+Splits follow ParlAI's builder exactly (docs/light_data.md §3): every unseen-file episode is
 ``test_unseen``; in ``light_data.pkl`` positions 1368..4732 are shuffled with a fresh
 ``random.Random(42)``, the first 1000 become ``test``, the next 500 ``valid``, all other
 positions ``train``. Each split keeps file order.
@@ -152,7 +152,7 @@ def load_episodes(
 
 
 def split_positions() -> tuple[list[int], list[int]]:
-    """(test, valid) positions of ``light_data.pkl`` in shuffle order (spec §3).
+    """(test, valid) positions of ``light_data.pkl`` in shuffle order (docs/light_data.md §3).
 
     ``random.Random(42).shuffle`` is the exact algorithm ParlAI ran (Python's Mersenne
     Twister with ``_randbelow``, unchanged since Python 3.2), so this reproduces it.
@@ -218,7 +218,7 @@ def load_release(
 
 
 def load_environment(data_dir: str | os.PathLike | None = None, download: bool = False) -> Mapping[str, Any]:
-    """The raw ``light_environment.pkl`` (rooms, characters, objects; spec §8a layout), verified
+    """The raw ``light_environment.pkl`` (rooms, characters, objects; docs/light_data.md §8a layout), verified
     and safely unpickled. The game engine builds its world from it."""
     path = locate("light_environment", data_dir, download)
     raw = load_raw(path, expected_sha256=RELEASE_FILES["light_environment"].sha256)

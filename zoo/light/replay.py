@@ -5,7 +5,7 @@ offered and the action taken. ``replay_episode`` rebuilds the starting world fro
 alone, runs the turns through :class:`~zoo.light.engine.Engine` and checks at every turn that
 the state matches the record, that the offered actions are exactly the engine's valid ones,
 and that the action taken succeeds. LIGHT-sim episodes must replay without a single problem;
-on the real release it is a diagnostic (the crowd data has known anomalies, spec §9).
+on the real release it is a diagnostic (the crowd data has known anomalies, docs/light_data.md §9).
 
 Starting state: the objects in the room at turn 0, the first speaker's inventory at turn 0 and
 the second's at turn 1 (undoing a first-turn ``give``/``steal`` that involved them), other

@@ -1,4 +1,4 @@
-"""Stage one chat as the 2019 collection did: two characters in a room with its objects (spec §7a).
+"""Stage one chat as the 2019 collection did: two characters in a room with its objects (docs/light_data.md §7a).
 
 From a room of the :class:`~zoo.light.world.World`: every object mentioned in the
 description is placed (names of more than 8 words skipped), each suggested extra object with

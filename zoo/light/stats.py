@@ -5,7 +5,7 @@ every object string that occurred in the room or an inventory), characters (agen
 dialogues, utterances (turns with speech), emotes, actions, vocabulary size (distinct
 lower-cased word tokens of the utterances) and mean utterance length in tokens.
 
-The paper's own figures are in :data:`PAPER_TABLE1` (those of spec §2; the paper's vocabulary
+The paper's own figures are in :data:`PAPER_TABLE1` (those of docs/light_data.md §2; the paper's vocabulary
 and utterance-length rows are not in the spec and are left out rather than quoted from
 memory). How the paper tokenised is not stated, so the last two rows compare only roughly.
 """

@@ -6,7 +6,7 @@ in :mod:`zoo.light.actions`. Loading from the release pickle, the JSON variants 
 packaged authored world is in :mod:`zoo.light.environment`, so this module knows no file
 format.
 
-Affordances follow the 2019 collection code (spec §7a): the environment stores crowd-vote
+Affordances follow the 2019 collection code (docs/light_data.md §7a): the environment stores crowd-vote
 fractions in [0, 1]; an object is a container when ``is_surface`` or ``is_container`` is above
 0.5, food/drink/wearable/weapon above 0.5, and cannot be picked up when ``is_gettable`` is
 below 0.33.
@@ -23,7 +23,7 @@ NEIGHBOUR_KINDS = ("objects", "characters", "locations", "actions", "words")
 UNSEEN_CATEGORIES = frozenset({
     "city in the clouds", "frozen tundra", "magical realm", "netherworld", "supernatural", "underwater aquapolis",
 })
-"""The six categories of the paper's unseen test set (rooms with ``room_id >= 703``, spec §3/§8a)."""
+"""The six categories of the paper's unseen test set (rooms with ``room_id >= 703``, docs/light_data.md §3/§8a)."""
 
 UNSEEN_ROOM_ID = 703
 """The 2019 collection code's seen/unseen boundary on room ids."""
@@ -76,7 +76,7 @@ class Affordances:
 @dataclass(frozen=True)
 class ObjectSpec:
     """An object of the catalogue. ``descriptions`` are alternatives; plural objects are named
-    in a game by one of their ``base_form`` words (spec §7a)."""
+    in a game by one of their ``base_form`` words (docs/light_data.md §7a)."""
 
     id: int
     name: str
@@ -138,7 +138,7 @@ class RoomSpec:
 
     @property
     def unseen(self) -> bool:
-        """In the paper's unseen test categories (spec §3)."""
+        """In the paper's unseen test categories (docs/light_data.md §3)."""
         return self.category in UNSEEN_CATEGORIES
 
 
@@ -194,5 +194,5 @@ class World:
 
 def article_name(name: str) -> str:
     """The release's object string: ``an`` before a lower-case vowel, else ``a``, applied
-    blindly (``an altar``, ``a A quiver``, ``an a basket``; spec §2 notes)."""
+    blindly (``an altar``, ``a A quiver``, ``an a basket``; docs/light_data.md §2 notes)."""
     return ("an " if name[:1] in "aeiou" and name[:1] else "a ") + name

@@ -5,7 +5,7 @@ happened there. Written as pure functions of tensors so each can be checked by h
 
 Two forms of the policy-gradient terms exist (``form``):
 
-* ``"original"``, the original trainer's (spec §6.4): the log-likelihood of a decision is
+* ``"original"``, the original trainer's (docs/blocks_environment.md §6.4): the log-likelihood of a decision is
   ``log(p_block[b] + 1e-6) + log(p_direction[d] + 1e-6)`` for the block ``b`` and direction
   ``d`` that were *sampled*, on every step, STOP steps included (the original samples a
   block there too and then ignores it), and the entropies use the same ``+ 1e-6``;
@@ -94,7 +94,7 @@ def episode_weights(episodes: torch.Tensor) -> torch.Tensor:
     """Step weights under which every episode counts the same, whatever its length: each
     step weighs 1 / (its episode's steps × the number of episodes). [N], summing to 1.
 
-    This is the original trainer's per-episode mean (spec §6.4) carried over to an update
+    This is the original trainer's per-episode mean (docs/blocks_environment.md §6.4) carried over to an update
     that pools several episodes: a 2-step episode ended by an early STOP moves the policy
     as much as a 40-step one, where a plain mean over pooled steps gives its STOP 1/80 of
     the update."""

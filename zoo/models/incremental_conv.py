@@ -1,5 +1,5 @@
 """The first convolution of a Blocks policy kept current through a rollout by convolving only
-what changed (issue 11's moved floor; measured against the dense convolution by
+what changed (the convolution floor moved by a rollout's one changed block; measured against the dense convolution by
 ``benchmarks/blocks_incremental_conv.py``).
 
 Between two steps of an episode one block moves, so a frame differs from the one before it

@@ -4,7 +4,7 @@
 everywhere; LIGHT-sim lets the whole pipeline (loader, examples, candidates, models, metrics)
 run and be measured offline. Every number measured on it must be labelled LIGHT-sim.
 
-How an episode is made (spec §7a, as the 2019 collection did): a room of the world (seen
+How an episode is made (docs/light_data.md §7a, as the 2019 collection did): a room of the world (seen
 categories for train/valid/test, the six unseen categories for test_unseen), its objects and
 two of its characters (:mod:`zoo.light.scene`), then up to 14 turns, players alternating.
 Each turn has speech and at most one action or emote, and the engine records what the
@@ -32,7 +32,7 @@ paper's Table 1 (8,538 / 500 / 1,000 / 739 dialogues).
 
 On disk, a corpus whose valid/test sizes are the paper's is written in the release layout:
 ``light_data.pkl`` (train, valid and test placed at the positions ParlAI's split rule gives
-them; spec §3) and ``light_unseen_data.pkl``, so ``load_release(dir, verify=False)`` and
+them; docs/light_data.md §3) and ``light_unseen_data.pkl``, so ``load_release(dir, verify=False)`` and
 ``zoo light examples --data-dir DIR --no-verify`` read it like the real release. Other sizes
 are written as ``light_sim_<split>.pkl``. Both are official-schema pickles, written atomically
 with :func:`zoo.light.safe_pickle.dump_pickle`, with a ``sim_manifest.json`` beside them.

@@ -87,7 +87,7 @@ the same seeds."""
 
 INTERCHANGEABLE_DTYPES = ("float32", "bfloat16")
 """Precisions whose lines differ only by rounding, so that one corpus may mix them. Not int8:
-its lines came out measurably shorter (docs/light_sim_v2.md, session 19)."""
+its lines came out measurably shorter (docs/light_sim_v2.md)."""
 
 
 SAMPLER_VERSION = 2
@@ -132,8 +132,8 @@ def quantize_linear_layers(model):
     dynamically quantised int8 linear (fbgemm/x86 kernels; weights per output channel,
     activations per batch). The output projection and the embeddings stay float32: a tiny
     corpus written with the output projection quantised too, and weights per tensor, had 23%
-    fewer words than float32's (docs/light_sim_v2.md, session 19). Why this API, deprecated in
-    favour of torchao: on this project's AVX2 CPU torchao 0.18's int8 configurations ran a
+    fewer words than float32's (docs/light_sim_v2.md). Why this API, deprecated in
+    favour of torchao: on an AVX2 CPU torchao 0.18's int8 configurations ran a
     576x1536 + 1536x576 pair 40x (dynamic activations) and 2.5x (weights only) slower than
     float32, where this one ran it 1.8x (1,024 rows, prefill) to 3.2x (64 rows, decoding) faster."""
     import torch
