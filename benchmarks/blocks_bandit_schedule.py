@@ -10,7 +10,7 @@ episodes. One line of JSON per evaluation (``--json``), then a summary object.
     python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1             # the paper's
     python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1 --init original --loss-form original
 
-Every option maps to a ``BlockPolicy`` hyper-parameter, so a schedule that wins here is the
+Every option maps to a ``BlocksBandit`` hyper-parameter, so a schedule that wins here is the
 recipe's by config alone.
 """
 
@@ -28,7 +28,8 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import evaluate_policy
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksBandit, BlocksPolicy
+from zoo.models.blocks.policy import load_training_checkpoint
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -68,13 +69,13 @@ def main(argv=None) -> dict:
     torch.set_num_threads(args.threads)
     datamodule = BlocksDataModule(source="real")
     datamodule.setup()
-    options = dict(objective="bandit", learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
+    options = dict(learning_rate=args.lr, entropy_coefficient=args.entropy, init=args.init,
                    loss_form=args.loss_form, episodes_per_update=args.episodes_per_update, gradient_clip_algorithm=args.clip,
                    update_weighting=args.update_weighting, reward_baseline=args.reward_baseline)
     if str(args.init_from).endswith(".ckpt"):  # a supervised run's epoch checkpoint
-        policy = BlockPolicy.load_from_checkpoint(args.init_from, map_location="cpu", weights_only=True, **options)
+        policy = load_training_checkpoint(args.init_from).to_objective(BlocksBandit, **options)
     else:
-        policy = BlockPolicy.from_pretrained(args.init_from, **options)
+        policy = BlocksPolicy.from_pretrained(args.init_from).to_objective(BlocksBandit, **options)
     if args.feature_scale != 1.0:  # ReLU is positively homogeneous: relu(c·z) = c·relu(z)
         with torch.no_grad():
             policy.hidden.weight.mul_(args.feature_scale)

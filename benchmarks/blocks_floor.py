@@ -1,6 +1,6 @@
 """The compute floor of the paper's block policy on this CPU, in plain PyTorch.
 
-The same network as :class:`zoo.models.block_policy.BlockPolicy` (Appendix C sizes), written
+The same network as :class:`zoo.models.blocks.policy.BlocksPolicy` (Appendix C sizes), written
 here without zoo, Lightning or any data: the reference a training or evaluation speed is
 judged against. Two numbers, each a median over repeats:
 

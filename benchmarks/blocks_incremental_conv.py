@@ -31,7 +31,7 @@ import torch.nn.functional as F
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import greedy_actions
 from zoo.blocks.rollout import EpisodeRunner
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksPolicy
 
 
 def stacks_at(frames: torch.Tensor, t: int, slots: int) -> torch.Tensor:
@@ -50,7 +50,7 @@ def main() -> None:
     torch.set_num_threads(args.threads)
     datamodule = BlocksDataModule(batch_size=32)
     datamodule.setup()
-    policy = BlockPolicy.from_pretrained("blocks-bandit").eval()
+    policy = BlocksPolicy.from_pretrained("blocks-bandit").eval()
     episodes = datamodule.dev_examples[args.offset : args.offset + args.episodes]
     runner, boards = EpisodeRunner(datamodule.renderer), []
     greedy = greedy_actions(policy)

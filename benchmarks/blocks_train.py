@@ -39,7 +39,7 @@ from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
 from zoo.blocks.evaluate import evaluate_policy  # noqa: E402
 from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
-from zoo.models.block_policy import BlockPolicy  # noqa: E402
+from zoo.models.blocks import BlocksBandit, BlocksPolicy, BlocksSupervised  # noqa: E402
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "blocks_policy.yaml"
 
@@ -71,16 +71,16 @@ def eval_rate(policy, examples, renderer) -> tuple[float, int]:
     return result["steps"] / result["seconds"], result["steps"]
 
 
-def bandit_start(recipe, words: list[str]) -> BlockPolicy:
+def bandit_start(recipe, words: list[str]) -> BlocksBandit:
     """Where the bandit starts in the recipe: a supervised policy (the released one when
     available, so episodes have realistic lengths) with its direction head re-initialised."""
-    options = dict(objective="bandit", learning_rate=recipe.bandit.learning_rate,
+    options = dict(learning_rate=recipe.bandit.learning_rate,
                    episodes_per_update=recipe.bandit.episodes_per_update, loss_form=recipe.bandit.loss_form,
                    gradient_clip_algorithm=recipe.bandit.gradient_clip_algorithm, init=recipe.model.init)
     try:
-        policy = BlockPolicy.from_pretrained("blocks-supervised", **options)
+        policy = BlocksPolicy.from_pretrained("blocks-supervised").to_objective(BlocksBandit, **options)
     except (OSError, KeyError, ValueError):
-        policy = BlockPolicy(words, **{**recipe.model, **options})
+        policy = BlocksBandit(words, **{**recipe.model, **options})
     torch.manual_seed(0)
     policy.reset_direction_head()
     return policy
@@ -100,7 +100,7 @@ def main() -> None:
     datamodule = BlocksDataModule(batch_size=recipe.data.batch_size, supervised_schedule=recipe.data.supervised_schedule)
     datamodule.setup()
     words = datamodule.vocabulary.words
-    supervised = BlockPolicy(words, **recipe.model)
+    supervised = BlocksSupervised(words, **recipe.model)
     supervised.log = lambda *a, **k: None  # outside a Trainer
     supervised_optimiser = supervised.configure_optimizers()
     bandit = bandit_start(recipe, words)

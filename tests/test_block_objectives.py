@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from zoo.models.block_objectives import episode_weights, policy_gradient_loss
+from zoo.models.blocks.losses import episode_weights, policy_gradient_loss
 
 
 def test_episode_weights_make_every_episode_count_the_same():

@@ -4,7 +4,7 @@ import torch
 
 from zoo.blocks.datamodule import BlocksDataModule, StepCollator
 from zoo.blocks.rollout import EpisodeRunner
-from zoo.models.blocks_baselines import DemonstrationPolicy
+from zoo.models.blocks.baselines import BlocksDemonstrations
 
 
 def test_training_stacks_equal_what_the_policy_sees_when_replaying_the_demonstration():
@@ -14,7 +14,7 @@ def test_training_stacks_equal_what_the_policy_sees_when_replaying_the_demonstra
     collate = StepCollator([example], datamodule.demos, datamodule.vocabulary, datamodule.renderer)
     runner = EpisodeRunner(datamodule.renderer, datamodule.demos)
     runner.start([example], images=True, demonstrations=True)
-    policy = DemonstrationPolicy()
+    policy = BlocksDemonstrations()
     step = 0
     while not runner.env.all_done:
         observation = runner.observe()
@@ -86,12 +86,12 @@ def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_ali
     standardisation folded into the first convolution, a rollout's frames) agree."""
     from zoo.blocks.history import stacks_from_frames
     from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksBandit
 
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 12, "dev": 4, "test": 4})
     datamodule.setup()
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot")
+    policy = BlocksBandit(datamodule.vocabulary.words, init="glorot")
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
     rollout = loop.collect(policy, datamodule.train_examples[:3])
     stacks = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
@@ -115,12 +115,12 @@ def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_fr
     equals what the policy gave that action when the rollout sampled it (tracked first
     convolution, folded standardisation and per-episode instruction pass included)."""
     from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksBandit
 
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 12, "dev": 4, "test": 4})
     datamodule.setup()
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot").eval()
+    policy = BlocksBandit(datamodule.vocabulary.words, init="glorot").eval()
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
     sampled_log_p = []
     sample = policy.sample
@@ -147,7 +147,7 @@ def test_stop_rates_say_how_episodes_ended():
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.blocks.geometry import STOP
     from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-    from zoo.models.blocks_baselines import BlocksBaseline, StopPolicy
+    from zoo.models.blocks.baselines import BlocksBaseline, BlocksStop
 
     class AlwaysMoveFirstBlockNorth(BlocksBaseline):
         encode_instructions = None
@@ -155,7 +155,7 @@ def test_stop_rates_say_how_episodes_ended():
         def action_probabilities(self, observation):
             return self._one_hot(torch.zeros(len(observation), dtype=torch.long))
 
-        def sample(self, observation, generator):  # (actions, sampled blocks), as BlockPolicy.sample
+        def sample(self, observation, generator):  # (actions, sampled blocks), as BlocksPolicy.sample
             return self.act(observation), torch.zeros(len(observation), dtype=torch.long)
 
     class SampleStop(AlwaysMoveFirstBlockNorth):
@@ -165,7 +165,7 @@ def test_stop_rates_say_how_episodes_ended():
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 6, "dev": 6, "test": 2})
     datamodule.setup()
     runner = EpisodeRunner(datamodule.renderer)
-    assert evaluate_policy(StopPolicy(), datamodule.dev_examples, runner=runner, progress=False)["stop_rate"] == 1.0
+    assert evaluate_policy(BlocksStop(), datamodule.dev_examples, runner=runner, progress=False)["stop_rate"] == 1.0
     mover = AlwaysMoveFirstBlockNorth()
     assert evaluate_policy(mover, datamodule.dev_examples, runner=runner, progress=False)["stop_rate"] == 0.0
 
@@ -183,13 +183,13 @@ def test_a_mean_baseline_leaves_only_the_entropy_term_when_every_reward_is_equal
     """With ``reward_baseline="mean"`` equal rewards carry no signal: no action, sampled or
     not, is pushed up or down, where the raw rewards (the paper's) push every sampled action up."""
     from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-    from zoo.models import block_objectives as objectives
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import losses as objectives
+    from zoo.models.blocks import BlocksBandit
 
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 6, "dev": 2, "test": 2})
     datamodule.setup()
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words, objective="bandit", init="glorot", reward_baseline="mean")
+    policy = BlocksBandit(datamodule.vocabulary.words, init="glorot", reward_baseline="mean")
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
     rollout = loop.collect(policy, datamodule.train_examples[:3])
     rollout["rewards"] = torch.full_like(rollout["rewards"], 0.7)
@@ -198,6 +198,6 @@ def test_a_mean_baseline_leaves_only_the_entropy_term_when_every_reward_is_equal
         block, direction = policy.rollout_heads(rollout, rows)
         entropy_only = -0.1 * (objectives.entropy(block, objectives.LOG_FLOOR)
                                + objectives.entropy(direction, objectives.LOG_FLOOR)).mean()
-        torch.testing.assert_close(policy._from_rollout(rollout, "bandit"), entropy_only)
+        torch.testing.assert_close(policy.rollout_loss(rollout), entropy_only)
         policy.hparams.reward_baseline = "none"
-        assert policy._from_rollout(rollout, "bandit") > entropy_only  # -0.7·log p > 0 for every step
+        assert policy.rollout_loss(rollout) > entropy_only  # -0.7·log p > 0 for every step

@@ -7,8 +7,8 @@ import torch
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.geometry import NUM_ACTIONS, NUM_DIRECTIONS, STOP
-from zoo.models.blocks_agent import BlocksAgent
-from zoo.models.blocks_baselines import DemonstrationPolicy, StopPolicy
+from zoo.models.blocks.agent import BlocksAgent
+from zoo.models.blocks.baselines import BlocksDemonstrations, BlocksStop
 from tools_support import load_tool as load_any_tool
 
 
@@ -43,10 +43,10 @@ def test_the_gold_block_mask_allows_its_four_moves_and_stop():
 
 def test_oracles_and_stop_touch_only_the_gold_block(dev_examples):
     tool = load_tool()
-    stop = tool.play(StopPolicy(), dev_examples, given_block=False)
+    stop = tool.play(BlocksStop(), dev_examples, given_block=False)
     assert stop["other_blocks"] == 0.0 and stop["gold_block"] == stop["final"] and stop["stop_rate"] == 1.0
     assert stop["first_move_gold_block"] is None and stop["moves"] == 0
-    oracle = tool.play(DemonstrationPolicy(), dev_examples, given_block=False)
+    oracle = tool.play(BlocksDemonstrations(), dev_examples, given_block=False)
     assert oracle["other_blocks"] == 0.0 and oracle["only_gold_block_moved"] == 1.0
     assert oracle["first_move_gold_block"] == 1.0 and oracle["final"] < stop["final"]
 

@@ -8,7 +8,7 @@ from pathlib import Path
 import torch
 
 from zoo.blocks.datamodule import BlocksDataModule, DemonstrationSteps, StepCollator
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksSupervised
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -27,7 +27,7 @@ def test_the_probe_splits_demonstration_states_at_their_final_stop():
     steps = DemonstrationSteps(examples, datamodule.demos)
     items = [tuple(map(int, item)) for item in steps.items]
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words, init="glorot")
+    policy = BlocksSupervised(datamodule.vocabulary.words, init="glorot")
     collate = StepCollator(examples, datamodule.demos, policy.vocabulary, datamodule.renderer)
     probe = load_tool().probe
 
@@ -76,7 +76,7 @@ def test_the_horizon_records_each_episodes_error_after_every_move_and_ends_at_th
     datamodule.setup()
     examples = datamodule.dev_examples
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words, init="glorot")
+    policy = BlocksSupervised(datamodule.vocabulary.words, init="glorot")
 
     errors = horizon.error_by_move(policy, examples, batch_size=3)  # two batches
     assert errors.shape == (horizon.HORIZON + 1, len(examples))

@@ -132,12 +132,11 @@ def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations
     """The planner part alone: told the true block and goal, it must do what the oracle does."""
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.blocks.procedural import procedural_split
-    from zoo.models.block_policy import BlockPolicy
-    from zoo.models.blocks_baselines import DemonstrationPolicy
+    from zoo.models.blocks import BlocksDemonstrations, BlocksPlanner
 
     split = procedural_split("dev", transitions=6)
-    policy = BlockPolicy(["<pad>", "<unk>"], embedding_dim=4, lstm_dim=4, image_dim=4, conv_channels=2,
-                         block_embedding_dim=2, direction_embedding_dim=2, hidden_dim=4, head="target")
+    policy = BlocksPlanner(["<pad>", "<unk>"], embedding_dim=4, lstm_dim=4, image_dim=4, conv_channels=2,
+                         block_embedding_dim=2, direction_embedding_dim=2, hidden_dim=4)
     truth = {example.instruction: example.transition for example in split.examples}
 
     def perfect(images, tokens, lengths, previous_action):
@@ -155,7 +154,7 @@ def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations
     policy.encode_instructions = remember
     policy.predict_target = perfect
     planned = evaluate_policy(policy, split.examples, progress=False)
-    oracle = evaluate_policy(DemonstrationPolicy(), split.examples, progress=False)
+    oracle = evaluate_policy(BlocksDemonstrations(), split.examples, progress=False)
     assert planned["mean"] == pytest.approx(oracle["mean"])
 
 

@@ -81,13 +81,13 @@ def test_models_command_lists_models(capsys):
 def test_eval_saves_the_ensemble_it_evaluated_and_the_saved_one_scores_the_same(capsys, tmp_path, monkeypatch):
     import torch
 
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksSupervised
 
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # procedural boards
     members = []
     for seed in (0, 1):
         torch.manual_seed(seed)
-        policy = BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+        policy = BlocksSupervised(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
                              hidden_dim=8)
         members.append(str(policy.save_pretrained(tmp_path / f"seed{seed}")))
     ensemble = tmp_path / "ensemble"
@@ -107,11 +107,11 @@ def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(cap
     """Any epoch a run kept can be evaluated as it is (``weights_only``), without exporting it."""
     import torch
 
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksSupervised
 
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path / "no-data"))  # procedural boards
     torch.manual_seed(0)
-    policy = BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+    policy = BlocksSupervised(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
                          hidden_dim=8)
     exported = policy.save_pretrained(tmp_path / "exported")
     import lightning
@@ -129,7 +129,7 @@ def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(cap
     with pytest.raises(SystemExit) as exit:
         main(["eval", "blocks", "--model", str(tmp_path / "notes.ckpt"), "--limit", "2"])
     assert exit.value.code == 2
-    assert "not a BlockPolicy training checkpoint" in capsys.readouterr().err
+    assert "not a Blocks policy training checkpoint" in capsys.readouterr().err
 
 
 def test_eval_versus_pairs_two_policies_on_the_same_episodes(capsys, tmp_path, monkeypatch):

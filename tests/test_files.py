@@ -47,12 +47,12 @@ def test_home_and_root_are_never_replaced(tmp_path, monkeypatch):
 
 
 def test_save_pretrained_into_the_working_directory_is_refused(tmp_path, monkeypatch):
-    from zoo.models.blocks_baselines import StopPolicy
+    from zoo.models.blocks import BlocksStop
 
     monkeypatch.chdir(tmp_path)
     (tmp_path / "keep.txt").write_text("keep")
     with pytest.raises(UnsafeDestinationError):
-        StopPolicy().save_pretrained(".")
+        BlocksStop().save_pretrained(".")
     assert (tmp_path / "keep.txt").read_text() == "keep"
 
 

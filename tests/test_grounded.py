@@ -9,19 +9,19 @@ import zoo
 from zoo.blocks.procedural import procedural_split
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.blocks.vocab import build_vocabulary
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksSupervised
 
 
 def tiny_policy(**overrides):
     vocabulary = build_vocabulary(["move block 6 just right of block 11"])
     options = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
                    direction_embedding_dim=4, hidden_dim=8)
-    return BlockPolicy(vocabulary, **{**options, **overrides})
+    return BlocksSupervised(vocabulary, **{**options, **overrides})
 
 
 def test_registry_lists_and_creates_models():
     assert {"blocks-stop", "blocks-random", "blocks-demonstrations"} <= set(zoo.list_models())
-    assert zoo.list_models("blocks-r*") == ["blocks-random"]
+    assert zoo.list_models("blocks-r*") == ["blocks-random", "blocks-reinforce"]
     assert zoo.create_model("blocks-random", seed=5).hparams.seed == 5
     with pytest.raises(KeyError, match="known models"):
         zoo.create_model("blocks-oracle-of-delphi")
@@ -43,17 +43,17 @@ def test_save_and_load_round_trip_through_safetensors(tmp_path):
     policy.save_pretrained(tmp_path / "policy")
     assert sorted(p.name for p in (tmp_path / "policy").iterdir()) == [".zoo-output", "config.json", "model.safetensors"]
     config = json.loads((tmp_path / "policy" / "config.json").read_text())
-    assert config["model_class"] == "BlockPolicy" and config["config"]["lstm_dim"] == 8
+    assert config["model_class"] == "BlocksSupervised" and config["config"]["lstm_dim"] == 8
     loaded = zoo.Grounded.from_pretrained(tmp_path / "policy")
-    assert isinstance(loaded, BlockPolicy)
+    assert isinstance(loaded, BlocksSupervised)
     for (name, a), (_, b) in zip(policy.state_dict().items(), loaded.state_dict().items()):
         torch.testing.assert_close(a, b, msg=name)
 
 
 def test_loading_into_the_wrong_class_or_a_bad_directory_is_refused(tmp_path):
     tiny_policy().save_pretrained(tmp_path / "policy")
-    with pytest.raises(TypeError, match="holds a BlockPolicy"):
-        zoo.RandomPolicy.from_pretrained(tmp_path / "policy")
+    with pytest.raises(TypeError, match="holds a BlocksSupervised"):
+        zoo.BlocksRandom.from_pretrained(tmp_path / "policy")
     (tmp_path / "empty").mkdir()
     with pytest.raises(FileNotFoundError, match="config.json"):
         zoo.Grounded.from_pretrained(tmp_path / "empty")
@@ -101,7 +101,7 @@ def test_a_policy_trained_without_the_previous_action_can_be_given_it_and_acts_t
 
 
 def test_an_ensemble_averages_its_members_action_probabilities():
-    from zoo.models.ensemble import PolicyEnsemble
+    from zoo.models.blocks import BlocksEnsemble
 
     first, second = tiny_policy(), tiny_policy()
     split = procedural_split("dev", transitions=2)
@@ -109,21 +109,21 @@ def test_an_ensemble_averages_its_members_action_probabilities():
     runner.start(split.examples[:2], images=True, demonstrations=False)
     observation = runner.observe()
     expected = (first.score(observation) + second.score(observation)) / 2
-    torch.testing.assert_close(PolicyEnsemble([first, second]).score(observation), expected)
+    torch.testing.assert_close(BlocksEnsemble([first, second]).score(observation), expected)
 
 
 def test_an_ensemble_saves_and_loads_as_one_model(tmp_path):
     from zoo.grounded import Grounded
-    from zoo.models.ensemble import PolicyEnsemble
+    from zoo.models.blocks import BlocksEnsemble
 
     torch.manual_seed(0)
     first = tiny_policy()
     torch.manual_seed(1)
     second = tiny_policy()
-    ensemble = PolicyEnsemble([first, second])
+    ensemble = BlocksEnsemble([first, second])
     ensemble.save_pretrained(tmp_path / "ensemble")
     loaded = Grounded.from_pretrained(tmp_path / "ensemble")
-    assert isinstance(loaded, PolicyEnsemble) and len(loaded.members) == 2
+    assert isinstance(loaded, BlocksEnsemble) and len(loaded.members) == 2
     split = procedural_split("dev", transitions=2)
     runner = EpisodeRunner()
     runner.start(split.examples[:2], images=True, demonstrations=False)
@@ -135,9 +135,9 @@ def test_an_ensemble_config_naming_anything_but_blocks_policies_is_refused(tmp_p
     import json
 
     from zoo.grounded import Grounded
-    from zoo.models.ensemble import PolicyEnsemble
+    from zoo.models.blocks import BlocksEnsemble
 
-    PolicyEnsemble([tiny_policy()]).save_pretrained(tmp_path / "ensemble")
+    BlocksEnsemble([tiny_policy()]).save_pretrained(tmp_path / "ensemble")
     config_path = tmp_path / "ensemble" / "config.json"
     payload = json.loads(config_path.read_text())
     payload["config"]["members"][0]["model_class"] = "IRRanker"

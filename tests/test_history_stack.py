@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from zoo.blocks.history import HistoryStack, standardize
 from zoo.blocks.observation import RawStacks
-from zoo.models.block_policy import ImageEncoder
+from zoo.models.blocks.network import ImageEncoder
 
 BATCH, SIZE, SLOTS = 5, 8, 5
 

@@ -12,7 +12,7 @@ import torch.nn.functional as F
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import evaluate_policy
 from zoo.blocks.rollout import EpisodeRunner
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksSupervised
 
 
 def procedural() -> BlocksDataModule:
@@ -27,7 +27,7 @@ def test_the_tracked_response_is_the_dense_convolution_of_every_stack():
     equals the first convolution of the stack the history holds."""
     datamodule = procedural()
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words).eval()
+    policy = BlocksSupervised(datamodule.vocabulary.words).eval()
     runner = EpisodeRunner(datamodule.renderer)
     generator = torch.Generator().manual_seed(1)
     first = policy.image.convolutions[0]
@@ -53,7 +53,7 @@ def test_the_tracked_response_is_the_dense_convolution_of_every_stack():
 def test_greedy_evaluation_with_and_without_the_tracker_agree():
     datamodule = procedural()
     torch.manual_seed(0)
-    policy = BlockPolicy(datamodule.vocabulary.words)
+    policy = BlocksSupervised(datamodule.vocabulary.words)
     examples = datamodule.dev_examples[:24]
     tracked = evaluate_policy(policy, examples, runner=EpisodeRunner(datamodule.renderer), progress=False)
     policy.image_tracker = None  # the dense path
@@ -67,7 +67,7 @@ def test_a_model_ignores_a_response_that_is_not_its_own():
     """Another model's tracker (or this model's from before an optimiser step) is not used."""
     torch.manual_seed(0)
     datamodule = procedural()
-    policy, other = BlockPolicy(datamodule.vocabulary.words), BlockPolicy(datamodule.vocabulary.words)
+    policy, other = BlocksSupervised(datamodule.vocabulary.words), BlocksSupervised(datamodule.vocabulary.words)
     runner = EpisodeRunner(datamodule.renderer)
     runner.start(datamodule.dev_examples[:2], images=True, demonstrations=False, track=other.image_tracker)
     stacks = runner.stack.raw_observation()  # with pixels, to compare

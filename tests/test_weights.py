@@ -12,13 +12,13 @@ import pytest
 import torch
 
 from zoo.grounded import Grounded
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksSupervised
 from zoo.weights import INDEX_FILE, SINGLE_FILE, load_weights, save_weights, weight_files
 
 
-def tiny_policy() -> BlockPolicy:
+def tiny_policy() -> BlocksSupervised:
     torch.manual_seed(0)
-    return BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+    return BlocksSupervised(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
                        hidden_dim=8)
 
 

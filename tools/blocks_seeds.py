@@ -155,7 +155,7 @@ def plot_starts(rows: list[dict], out: Path) -> None:
 
 def export(run_dir: Path, out: Path | None) -> Path:
     """Saves the bandit run's best-by-dev epoch with ``save_pretrained``; returns where."""
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks.policy import load_training_checkpoint
 
     rows = run_rows(run_dir, -1, "bandit")
     if not rows:
@@ -164,7 +164,7 @@ def export(run_dir: Path, out: Path | None) -> Path:
     checkpoint = run_dir / "checkpoints" / f"epoch{best['epoch']:03d}.ckpt"
     if not checkpoint.is_file():
         raise SystemExit(f"blocks_seeds: {checkpoint} is missing")
-    policy = BlockPolicy.load_from_checkpoint(checkpoint, map_location="cpu", weights_only=True)
+    policy = load_training_checkpoint(checkpoint)
     out = out or run_dir / "best-dev"
     policy.save_pretrained(out)
     print(f"epoch {best['epoch']} (dev {best['dev_mean']:.3f}, tuning {best['tuning']:.3f}) -> {out}")

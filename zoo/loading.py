@@ -24,12 +24,12 @@ def load_policy(name: str, seed: int = 0):
     if name in BLOCKS_BASELINES:
         return create_model(BLOCKS_BASELINES[name], **({"seed": seed} if name == "random" else {}))
     if name.endswith(".ckpt") and Path(name).is_file():
-        from zoo.models.block_policy import BlockPolicy
+        from zoo.models.blocks.policy import load_training_checkpoint
 
         try:
-            return BlockPolicy.load_from_checkpoint(name, map_location="cpu", weights_only=True).eval()
+            return load_training_checkpoint(name).eval()
         except Exception as error:  # a checkpoint of another model, a truncated file, a refused pickle
-            raise ValueError(f"--model {name}: not a BlockPolicy training checkpoint "
+            raise ValueError(f"--model {name}: not a Blocks policy training checkpoint "
                              f"({type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''})") from None
     if Path(name).exists() and not Path(name).is_dir():
         raise ValueError(f"--model {name}: expected a save_pretrained directory or a .ckpt, got a file")
@@ -49,9 +49,9 @@ def load_policies(names: Sequence[str], seed: int = 0):
     policies = [load_policy(name, seed) for name in names]
     if len(policies) == 1:
         return policies[0]
-    from zoo.models.ensemble import PolicyEnsemble
+    from zoo.models.blocks.ensemble import BlocksEnsemble
 
-    return PolicyEnsemble(policies)
+    return BlocksEnsemble(policies)
 
 
 def load_ranker(name: str, seed: int = 0):

@@ -31,6 +31,13 @@ def register_class(cls: type[Grounded]) -> type[Grounded]:
     return cls
 
 
+def register_class_name(name: str, cls: type[Grounded]) -> None:
+    """Make a former name of ``cls`` (one that saved configs still hold) load as ``cls``."""
+    if name in _CLASSES and _CLASSES[name] is not cls:
+        raise ValueError(f"class name {name!r} is already registered to {_CLASSES[name].__name__}")
+    _CLASSES[name] = cls
+
+
 def register_model(name: str, defaults: dict | None = None, description: str = "") -> Callable:
     """Decorator: register ``cls`` under ``name`` with default constructor arguments."""
 

@@ -21,10 +21,10 @@ def render_episode(policy, example: Example, out: str | Path, data_dir=None, ren
     from zoo.blocks.animation import write_episode_animation
     from zoo.blocks.render import BoardRenderer
 
-    runner = EpisodeRunner(renderer or BoardRenderer(data_dir), device=getattr(policy, "device", "cpu"))
+    runner = EpisodeRunner(renderer or BoardRenderer(data_dir), device=policy.device)
     act = greedy_actions(policy)
-    runner.start([example], images=True, demonstrations=getattr(policy, "needs_demonstrations", False),
-                 encode=getattr(policy, "encode_instructions", None))
+    runner.start([example], images=True, demonstrations=policy.needs_demonstrations,
+                 encode=policy.instruction_encoder)
     captions = [f"{example.instruction}\nstart, error {runner.env.error()[0]:.2f}"]
     step = 0
     while not runner.env.all_done:

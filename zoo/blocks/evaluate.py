@@ -30,12 +30,12 @@ def play_greedily(runner: EpisodeRunner, policy, examples: Sequence[Example], ac
     return runner.play(
         examples,
         act or greedy_actions(policy),
-        images=getattr(policy, "needs_images", True),
-        demonstrations=getattr(policy, "needs_demonstrations", False),
-        encode=getattr(policy, "encode_instructions", None),
-        featurize=getattr(policy, "instruction_features", None),
+        images=policy.needs_images,
+        demonstrations=policy.needs_demonstrations,
+        encode=policy.instruction_encoder,
+        featurize=policy.instruction_featurizer,
         running_only=True,
-        track=getattr(policy, "image_tracker", None),
+        track=policy.image_tracker_factory,
     )
 
 

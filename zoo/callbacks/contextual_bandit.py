@@ -19,7 +19,7 @@ import torch
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
-from zoo.models.block_objectives import rewards_to_go
+from zoo.models.blocks.losses import rewards_to_go
 
 
 class ContextualBanditLoop(L.Callback):
@@ -62,8 +62,7 @@ class ContextualBanditLoop(L.Callback):
             return actions
 
         rollout = self.runner.record(examples, sample, encode=policy.encode_instructions,
-                                     featurize=getattr(policy, "instruction_features", None),
-                                     track=getattr(policy, "image_tracker", None))
+                                     featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
         rollout["blocks"] = torch.cat(sampled_blocks)
         rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
         totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])

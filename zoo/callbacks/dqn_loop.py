@@ -128,7 +128,7 @@ class DQNLoop(L.Callback):
             return torch.where(explore, torch.randint(0, NUM_ACTIONS, (len(greedy),), generator=self.generator), greedy)
 
         record = self.runner.record(examples, epsilon_greedy, encode=policy.encode_instructions,
-                                     featurize=getattr(policy, "instruction_features", None))
+                                     featurize=policy.instruction_featurizer)
         steps, episodes = record["steps"], record["episodes"]
         transitions = {key: record[key] for key in ("actions", "previous", "rewards", "done")}
         transitions["stacks"] = raw_stacks(record["frames"], steps, episodes, self.runner.history)

@@ -378,8 +378,8 @@ def run_eval(args) -> int:
 
 
 def _writes(model) -> bool:
-    """Whether ``model`` is a generator: it scores golds by likelihood and writes lines."""
-    return hasattr(model, "generate") and hasattr(model, "gold_nll")
+    """Whether ``model`` (None: no model) is a generator: it scores golds by likelihood and writes lines."""
+    return model is not None and model.supports_generation
 
 
 def _fit_baseline(model, args, module) -> dict:
@@ -481,7 +481,7 @@ def run_generate(args) -> int:
         if not 0 <= args.index < len(dataset):
             raise ValueError(f"--index must be in 0..{len(dataset) - 1} for {args.split}")
         model = load_ranker(args.model)
-        if not hasattr(model, "generate"):
+        if not model.supports_generation:
             raise ValueError(f"{args.model} is a {type(model).__name__}, which ranks but does not generate")
         item = dataset[args.index]
         output = model.generate([item.context], beam_size=args.beam_size)[0]

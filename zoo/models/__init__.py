@@ -1,10 +1,19 @@
 """One module per model family; importing this package registers them all."""
 
 from zoo.models.bi_ranker import BiRanker
-from zoo.models.block_policy import BlockPolicy
-from zoo.models.blocks_baselines import DemonstrationPolicy, RandomPolicy, StopPolicy
+from zoo.models.blocks import (  # noqa: F401
+    BlockPolicy,
+    BlocksBandit,
+    BlocksDemonstrations,
+    BlocksDQN,
+    BlocksEnsemble,
+    BlocksPlanner,
+    BlocksRandom,
+    BlocksReinforce,
+    BlocksStop,
+    BlocksSupervised,
+)
 from zoo.models.cross_ranker import CrossRanker
-from zoo.models.ensemble import PolicyEnsemble
 from zoo.models.generative import GenerativeTransformer
 from zoo.models.light_baselines import (  # noqa: F401
     CandidatesOnlyRanker,
@@ -16,6 +25,6 @@ from zoo.models.memnet import TransformerMemNet  # noqa: F401
 from zoo.models.starspace import StarSpaceRanker  # noqa: F401
 
 __all__ = [
-    "BiRanker", "BlockPolicy", "CrossRanker", "DemonstrationPolicy", "GenerativeTransformer", "PolicyEnsemble",
-    "RandomPolicy", "StopPolicy",
+    "BiRanker", "BlockPolicy", "BlocksBandit", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksPlanner",
+    "BlocksRandom", "BlocksReinforce", "BlocksStop", "BlocksSupervised", "CrossRanker", "GenerativeTransformer",
 ]

@@ -50,6 +50,8 @@ class BiRanker(NeuralRanker):
     in [-1, 1] would give the softmax loss almost flat targets.
     """
 
+    supports_retrieval = True  # encode_contexts + index_candidates: the games search a corpus
+
     inference_batch_size = 32
 
     def __init__(self, backbone: str | None = None, backbone_config: dict | None = None, embedding_dim: int = 768,

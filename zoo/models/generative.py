@@ -103,6 +103,8 @@ class GenerativeTransformer(NeuralRanker):
     architecture from a saved checkpoint without the pretrained weights.
     """
 
+    supports_generation = True  # generate + gold_nll
+
     inference_batch_size = 16
 
     def __init__(self, start: str = "scratch", backbone: str | None = None, model_config: dict | None = None,

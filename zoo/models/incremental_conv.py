@@ -13,7 +13,7 @@ change of the frame now in that slot:
 Each change is zero outside a 36 x 36 patch, so each term is an 8 x 8 window of outputs: one
 matrix product per step (the patch's columns with all five slots' weights) instead of a
 convolution over every pixel of the stack. An episode's first frame enters densely, once.
-Responses are bias-free and unstandardised, as :class:`~zoo.models.block_policy.ImageEncoder`
+Responses are bias-free and unstandardised, as :class:`~zoo.models.blocks.network.ImageEncoder`
 folds standardisation in after the convolution.
 """
 

@@ -32,8 +32,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from zoo.models.light_ranker import LightRanker
 from zoo.safe_json import read_json
-from zoo.grounded import Grounded
 from zoo.registry import register_model
 
 TOKEN = re.compile(r"[a-z0-9_']+")
@@ -42,15 +42,6 @@ TOKEN = re.compile(r"[a-z0-9_']+")
 def tokenize(text: str) -> list[str]:
     """Lower-cased words; special tokens such as ``_self_say`` stay one word."""
     return TOKEN.findall(text.lower())
-
-
-def pad_scores(rows: Sequence[torch.Tensor]) -> torch.Tensor:
-    """Stack ragged per-example scores into ``[B, C_max]`` padded with ``-inf``."""
-    width = max((len(r) for r in rows), default=0)
-    out = torch.full((len(rows), width), float("-inf"))
-    for i, row in enumerate(rows):
-        out[i, : len(row)] = row
-    return out
 
 
 class LineCache:
@@ -69,29 +60,6 @@ class LineCache:
                 self.cache.clear()
             value = self.cache[line] = self.featurize(line)
         return value
-
-
-class LightRanker(Grounded):
-    """Base of LIGHT rankers: ``score`` over batches, ``rank`` for one context."""
-
-    domain = "light"
-
-    def score_lists(self, contexts: Sequence[str], candidates: Sequence[Sequence[str]]) -> list[torch.Tensor]:
-        raise NotImplementedError
-
-    def score(self, observations: Sequence[str], candidates: Sequence[Sequence[str]] | None = None) -> torch.Tensor:
-        if candidates is None:
-            raise ValueError("LIGHT rankers need the candidates of every context")
-        if len(observations) != len(candidates):
-            raise ValueError(f"{len(observations)} contexts but {len(candidates)} candidate lists")
-        return pad_scores(self.score_lists(list(observations), [list(c) for c in candidates]))
-
-    @torch.no_grad()
-    def rank(self, context: str, candidates: Sequence[str]) -> list[tuple[str, float]]:
-        """``(candidate, score)`` best first (stable for ties)."""
-        scores = self.score([context], [list(candidates)])[0, : len(candidates)].tolist()
-        order = sorted(range(len(candidates)), key=lambda i: -scores[i])
-        return [(candidates[i], float(scores[i])) for i in order]
 
 
 # ---------------------------------------------------------------------------------- Random

@@ -120,7 +120,7 @@ def _pad(rows: Sequence[np.ndarray]) -> torch.Tensor:
 
 
 # ---------------------------------------------------------------------------------- encoder
-class TextEncoder(nn.Module):
+class MemNetEncoder(nn.Module):
     """Token ids ``[N, L]`` -> vectors ``[N, dim]``: positions added, a transformer encoder,
     mean over the non-pad tokens. The token table is an argument, so that encoders share it
     without holding it twice in the state dict."""
@@ -177,8 +177,8 @@ class TransformerMemNet(NeuralRanker):
         with torch.no_grad():
             self.token_embedding.weight[PAD_ID].zero_()
         max_len = max(h.max_context_tokens, h.max_memory_tokens, h.max_candidate_tokens)
-        self.context_encoder = TextEncoder(h.dim, h.layers, h.heads, h.ffn_dim, h.dropout, max_len)
-        self.reply_encoder = None if h.shared_candidate_encoder else TextEncoder(
+        self.context_encoder = MemNetEncoder(h.dim, h.layers, h.heads, h.ffn_dim, h.dropout, max_len)
+        self.reply_encoder = None if h.shared_candidate_encoder else MemNetEncoder(
             h.dim, h.layers, h.heads, h.ffn_dim, h.dropout, max_len)
         self._lines = LineCache(self._line_ids)
 
@@ -259,7 +259,7 @@ class TransformerMemNet(NeuralRanker):
             query = query + torch.einsum("bm,bmd->bd", weights, slots)
         return query
 
-    def encode_contexts(self, batch: dict[str, Any]) -> torch.Tensor:
+    def encode_context_batch(self, batch: dict[str, Any]) -> torch.Tensor:
         """Context vectors ``[B, d]`` after attending over the memories."""
         query = self.encode_text(batch["context"])
         if batch["memories"].shape[0] == 0 or int(batch["memory_counts"].sum()) == 0:
@@ -267,7 +267,7 @@ class TransformerMemNet(NeuralRanker):
         return self._attend(query, self.encode_text(batch["memories"]), batch["memory_counts"])
 
     def _scores(self, batch: dict[str, Any]) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        contexts = self.encode_contexts(batch)
+        contexts = self.encode_context_batch(batch)
         candidates = self.encode_candidates(batch["candidates"])
         counts = batch["counts"]
         owner = candidate_owner(counts)

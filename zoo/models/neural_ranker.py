@@ -24,7 +24,7 @@ from torch import nn
 
 from zoo.light.items import LightItem
 from zoo.light.metrics import MeanReciprocalRank, RecallAtK
-from zoo.models.light_baselines import LightRanker
+from zoo.models.light_ranker import LightRanker
 
 TEST_SPLITS = ("test", "test_unseen")
 

@@ -94,12 +94,11 @@ class BlocksBoard:
         self.positions = np.array(self.transition.start, dtype=np.float64)
 
     def _runner(self, policy, instruction: str) -> tuple[EpisodeRunner, Example]:
-        runner = EpisodeRunner(self.renderer, device=getattr(policy, "device", "cpu"))
+        runner = EpisodeRunner(self.renderer, device=policy.device)
         example = Example(replace(self.transition, start=self.positions.copy()), instruction)
         runner.start([example], images=True,  # the animation needs the frames, whatever the policy reads
-                     demonstrations=getattr(policy, "needs_demonstrations", False),
-                     encode=getattr(policy, "encode_instructions", None),
-                     featurize=getattr(policy, "instruction_features", None))
+                     demonstrations=policy.needs_demonstrations, encode=policy.instruction_encoder,
+                     featurize=policy.instruction_featurizer)
         return runner, example
 
     def error(self) -> float:

@@ -44,6 +44,7 @@ from zoo.light.examples import drafts_for
 from zoo.light.features import PARLAI_DEFAULT
 from zoo.light.records import Turn
 from zoo.play.light_room import LightRoom, changes
+from zoo.protocols import Ranker
 
 ACT_POLICIES = ("auto", "always", "never")
 RETRIEVED = 20
@@ -112,7 +113,7 @@ class Partner:
     def __init__(self, speaker, actor, emoter, index=None, act: str = "auto") -> None:
         if act not in ACT_POLICIES:
             raise ValueError(f"act must be one of {ACT_POLICIES}, got {act!r}")
-        self.generates = hasattr(speaker, "generate") and index is None
+        self.generates = speaker.supports_generation and index is None
         if not self.generates and index is None:
             raise ValueError(f"{type(speaker).__name__} needs a retrieval index to speak")
         self.speaker, self.actor, self.emoter, self.index, self.act = speaker, actor, emoter, index, act
@@ -227,11 +228,11 @@ def load_partner(model: str = DEFAULT_SPEAKER, action_model: str = DEFAULT_ACTIO
     speaker = load_light_model(model)
     actor, emoter = load_light_model(action_model), load_light_model(emote_model)
     for flag, name, ranker in (("--action-model", action_model, actor), ("--emote-model", emote_model, emoter)):
-        if not hasattr(ranker, "rank"):
+        if not isinstance(ranker, Ranker):
             raise ValueError(f"{flag} {name}: a {type(ranker).__name__} cannot rank candidates")
     details: dict = {"partner_model": model, "action_model": action_model, "emote_model": emote_model, "act": act}
     index = None
-    if hasattr(speaker, "index_candidates"):
+    if speaker.supports_retrieval:
         from zoo.play.retrieval_index import UtteranceCorpus, load_or_build_index
 
         if not corpus:
@@ -241,7 +242,7 @@ def load_partner(model: str = DEFAULT_SPEAKER, action_model: str = DEFAULT_ACTIO
             corpus = [str(ensure_sim_corpus(SimConfig(), data_dir))]
         index, details["index"] = load_or_build_index(speaker, UtteranceCorpus.open(*corpus), index_limit, progress,
                                                       say)
-    elif not hasattr(speaker, "generate"):
+    elif not speaker.supports_generation:
         raise ValueError(f"--model {model}: a {type(speaker).__name__} neither retrieves (a bi-ranker) nor generates "
                          f"(light-generative); it cannot speak")
     details["load_seconds"] = round(time.perf_counter() - started, 3)

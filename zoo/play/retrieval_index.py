@@ -181,7 +181,7 @@ def load_or_build_index(model, corpus: UtteranceCorpus, limit: int | None = None
     encode it once). Returns the index and what happened (``built``, ``seconds``, sizes)."""
     from filelock import FileLock
 
-    if not hasattr(model, "index_candidates"):
+    if not model.supports_retrieval:
         raise ValueError(f"{type(model).__name__} cannot retrieve: it has no candidate encoder to index utterances "
                          f"with (use a bi-ranker such as light-bi-ranker)")
     if limit is not None and limit < 1:

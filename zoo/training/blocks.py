@@ -33,7 +33,8 @@ from zoo.experiment import (
     resume_path,
     start_run,
 )
-from zoo.models.block_policy import BlockPolicy
+from zoo.models.blocks import BlocksDQN, BlocksPlanner, BlocksPolicy, BlocksSupervised, objective_class
+from zoo.models.blocks.policy import load_training_checkpoint
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
 """The recipe's YAML in a clone of the repository (``recipes/`` is not part of the wheel)."""
@@ -74,8 +75,8 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
     ]
 
 
-def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, run_dir: Path,
-        extra_callbacks: list = (), max_epochs: int | None = None) -> BlockPolicy:
+def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
+        extra_callbacks: list = (), max_epochs: int | None = None) -> BlocksPolicy:
     """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained."""
     callbacks = [*extra_callbacks, TrainClock(), *evaluation_callbacks(config, datamodule, run_dir),
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
@@ -97,12 +98,11 @@ def fit(config: DictConfig, policy: BlockPolicy, datamodule: BlocksDataModule, r
     return policy
 
 
-def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlockPolicy:
-    return BlockPolicy(datamodule.vocabulary.words, **config.model, objective="supervised",
-                       learning_rate=config.supervised.learning_rate)
+def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlocksPolicy:
+    return BlocksSupervised(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
 
 
-def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlockPolicy:
+def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksPolicy:
     """The paper's initialisation: a supervised policy (trained here for ``warmup_epochs`` or
     loaded from ``init_from``) whose direction head is then re-initialised. With
     ``warmup_epochs=0`` and no ``init_from``, a random initialisation (the "w/o supervised
@@ -112,38 +112,40 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
     run's state, ``tools/carry_runs.py``)."""
     bandit = config.bandit
     if config.method == "dqn":
-        return BlockPolicy(vocabulary, **config.model, objective="dqn", head="q",
-                           learning_rate=config.dqn.learning_rate, discount=config.dqn.discount)
-    overrides = dict(objective=config.method, learning_rate=bandit.learning_rate,
+        return BlocksDQN(vocabulary, **config.model, learning_rate=config.dqn.learning_rate,
+                         discount=config.dqn.discount)
+    objective = objective_class(config.method)
+    overrides = dict(learning_rate=bandit.learning_rate,
                      entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
                      update_weighting=bandit.update_weighting, reward_baseline=bandit.reward_baseline,
                      loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
                      gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
     resuming = resume_path(run_dir)
     if resuming:  # the run's own last.ckpt holds every weight: its start (init_from) may be gone by now
-        return BlockPolicy.load_from_checkpoint(resuming, map_location="cpu", weights_only=True, **overrides).train()
+        return load_training_checkpoint(resuming, **overrides).train()
     if bandit.init_from:
         source = Path(bandit.init_from)
         if source.suffix == ".ckpt":
-            policy = BlockPolicy.load_from_checkpoint(source, map_location="cpu", weights_only=True, **overrides)
+            policy = load_training_checkpoint(source)
         else:
-            policy = BlockPolicy.from_pretrained(source, **overrides)
+            policy = BlocksPolicy.from_pretrained(source)
+        policy = policy.to_objective(objective, **overrides)
         policy = match_previous_action_input(policy, config.model.use_previous_action, config.seed)
     elif bandit.warmup_epochs > 0:
         warmup_dir = run_dir / "warmup"
         if not (warmup_dir / "pretrained").is_dir():
             steps = make_datamodule(config, mode="steps")
             fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
-        policy = BlockPolicy.from_pretrained(warmup_dir / "pretrained", **overrides)
+        policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **overrides)
     else:
-        return BlockPolicy(vocabulary, **{**config.model, **overrides})
+        return objective(vocabulary, **{**config.model, **overrides})
     if bandit.reset_direction_head:
         torch.manual_seed(config.seed)
         policy.reset_direction_head()
     return policy.train()
 
 
-def match_previous_action_input(policy: BlockPolicy, wanted: bool, seed: int) -> BlockPolicy:
+def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -> BlocksPolicy:
     """The start with the previous-action input the config asks for: a start trained without
     it (no exposure bias, spec §6.4 supervised) gets it added for the bandit; one trained with
     it cannot lose it, so that is an error rather than a silent switch."""
@@ -171,8 +173,7 @@ def main(argv: list[str], extra_callbacks: list = (),
         return 0
     if config.method == "planner":
         datamodule = make_datamodule(config, mode="targets")
-        policy = BlockPolicy(datamodule.vocabulary.words, **config.model, objective="planner", head="target",
-                             learning_rate=config.supervised.learning_rate)
+        policy = BlocksPlanner(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
         fit(config, policy, datamodule, run_dir, extra_callbacks=list(extra_callbacks))
         return 0
     datamodule = make_datamodule(config, mode="episodes")

@@ -19,14 +19,14 @@ import torch
 
 from zoo.blocks.observation import BlocksObservation
 from zoo.grounded import Grounded
+from zoo.protocols import Policy
 
 
-class BlocksAgent(Grounded):
-    """Base of every Blocks policy; subclasses implement :meth:`action_probabilities`."""
+class BlocksAgent(Grounded, Policy):
+    """Base of every Blocks policy; subclasses implement :meth:`action_probabilities` and
+    declare what they read (:class:`~zoo.protocols.Policy`'s flags)."""
 
     domain = "blocks"
-    needs_images = True  # the runner renders the image stacks only for policies that read them
-    needs_demonstrations = False  # privileged oracle paths, for baselines that replay them
 
     def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
         """A distribution over the 81 actions for each episode of ``observation``, [B, 81]."""

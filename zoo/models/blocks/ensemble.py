@@ -8,12 +8,13 @@ import torch
 from torch import nn
 
 from zoo.blocks.observation import BlocksObservation
-from zoo.models.blocks_agent import BlocksAgent
-from zoo.registry import register_class
+from zoo.models.blocks.agent import BlocksAgent
+from zoo.registry import register_model
 
 
-@register_class
-class PolicyEnsemble(BlocksAgent):
+@register_model("blocks-ensemble", defaults={"members": [{"model_class": "BlocksStop", "config": {}}]},
+                description="the mean action probabilities of several Blocks policies (the paper's Table 3)")
+class BlocksEnsemble(BlocksAgent):
     """Acts by the mean of its members' action probabilities.
 
     Each member tokenises the instruction with its own vocabulary, so policies trained
@@ -31,8 +32,9 @@ class PolicyEnsemble(BlocksAgent):
         if not policies:
             raise ValueError("an ensemble needs at least one policy")
         self.members = nn.ModuleList(policies)
-        self.needs_images = any(getattr(p, "needs_images", True) for p in policies)
-        self.needs_demonstrations = any(getattr(p, "needs_demonstrations", False) for p in policies)
+        # Each member tokenises with its own vocabulary, so the ensemble reads no instructions itself.
+        self.needs_images = any(p.needs_images for p in policies)
+        self.needs_demonstrations = any(p.needs_demonstrations for p in policies)
 
     def config(self) -> dict:
         return {"members": [{"model_class": type(m).__name__, "config": m.config()} for m in self.members]}
@@ -51,6 +53,6 @@ def build_member(member: Any, index: int) -> BlocksAgent:
             or not isinstance(member["model_class"], str) or not isinstance(member["config"], dict):
         raise ValueError(f"ensemble member {index} must be {{'model_class': str, 'config': object}}")
     target = model_class(member["model_class"])
-    if not issubclass(target, BlocksAgent) or target is PolicyEnsemble:
+    if not issubclass(target, BlocksAgent) or target is BlocksEnsemble:
         raise ValueError(f"ensemble member {index} is a {target.__name__}, not a Blocks policy")
     return target(**member["config"])

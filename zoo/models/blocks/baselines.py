@@ -1,6 +1,6 @@
 """The paper's reference policies for Blocks (Table 2): Stop, Random and Demonstrations.
 
-Like the learned policy they are :class:`~zoo.models.blocks_agent.BlocksAgent` subclasses, so
+Like the learned policy they are :class:`~zoo.models.blocks.agent.BlocksAgent` subclasses, so
 the same evaluation, CLI and hub code runs them. They have no weights; ``Demonstrations`` reads the privileged oracle path.
 """
 
@@ -10,7 +10,7 @@ import torch
 
 from zoo.blocks.geometry import NUM_ACTIONS, STOP
 from zoo.blocks.observation import BlocksObservation
-from zoo.models.blocks_agent import BlocksAgent
+from zoo.models.blocks.agent import BlocksAgent
 from zoo.registry import register_model
 
 
@@ -24,7 +24,7 @@ class BlocksBaseline(BlocksAgent):
 
 
 @register_model("blocks-stop")
-class StopPolicy(BlocksBaseline):
+class BlocksStop(BlocksBaseline):
     """Takes STOP at once: the error of leaving the board as it is."""
 
     def __init__(self):
@@ -36,7 +36,7 @@ class StopPolicy(BlocksBaseline):
 
 
 @register_model("blocks-random")
-class RandomPolicy(BlocksBaseline):
+class BlocksRandom(BlocksBaseline):
     """Uniform over the 81 actions at every step (seeded, so evaluations repeat exactly)."""
 
     def __init__(self, seed: int = 0):
@@ -54,7 +54,7 @@ class RandomPolicy(BlocksBaseline):
 
 
 @register_model("blocks-demonstrations")
-class DemonstrationPolicy(BlocksBaseline):
+class BlocksDemonstrations(BlocksBaseline):
     """Replays the shortest-path demonstration: the oracle's error (0.35 on dev)."""
 
     needs_demonstrations = True
@@ -65,7 +65,7 @@ class DemonstrationPolicy(BlocksBaseline):
 
     def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
         if observation.demos is None or observation.moves_taken is None:
-            raise ValueError("DemonstrationPolicy needs the privileged demos and moves_taken fields")
+            raise ValueError("BlocksDemonstrations needs the privileged demos and moves_taken fields")
         step = observation.moves_taken.clamp(max=observation.demos.actions.shape[1] - 1)
         rows = torch.arange(len(observation))
         return self._one_hot(observation.demos.actions[rows, step])

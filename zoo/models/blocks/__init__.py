@@ -1,0 +1,23 @@
+"""Blocks policies: the CNN-LSTM network (``network``), the base every objective extends
+(``policy``), one LightningModule per objective, the baselines and ensembles.
+
+A new objective is one module here with a ``@register_objective("name")`` class, plus its
+import below: importing this package registers every objective, baseline and former name.
+"""
+
+from zoo.models.blocks.agent import BlocksAgent
+from zoo.models.blocks.baselines import BlocksDemonstrations, BlocksRandom, BlocksStop
+from zoo.models.blocks.ensemble import BlocksEnsemble
+from zoo.models.blocks.policy import BlocksPolicy, list_objectives, objective_class, register_objective
+from zoo.models.blocks.supervised import BlocksSupervised
+from zoo.models.blocks.bandit import BlocksBandit
+from zoo.models.blocks.reinforce import BlocksReinforce
+from zoo.models.blocks.dqn import BlocksDQN
+from zoo.models.blocks.planner import BlocksPlanner
+from zoo.models.blocks.legacy import BlockPolicy  # former configurations (checkpoints/blocks-*)
+
+__all__ = [
+    "BlockPolicy", "BlocksAgent", "BlocksBandit", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble",
+    "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksStop", "BlocksSupervised",
+    "list_objectives", "objective_class", "register_objective",
+]

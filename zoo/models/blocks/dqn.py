@@ -1,0 +1,61 @@
+"""Deep Q-learning (the paper's Table 2 DQN baseline): an 81-way Q head on the same network."""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.blocks.geometry import NUM_ACTIONS
+from zoo.blocks.observation import BlocksObservation
+from zoo.models.blocks.policy import BlocksPolicy, register_objective
+
+
+@register_objective("dqn", "CNN-LSTM block policy with an 81-way Q head (the DQN baseline); pass the vocabulary")
+class BlocksDQN(BlocksPolicy):
+    """Q-values of the 81 actions, learned from a DQNLoop's replay by the Huber loss against
+    ``r + discount·max Q_target(s', ·)``. As a policy it is greedy in its Q-values: its action
+    probabilities are one-hot on the argmax and ``score`` is the Q-values themselves."""
+
+    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
+                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
+                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
+                 init: str = "glorot", learning_rate: float = 1e-3, discount: float = 0.9):
+        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
+                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
+                         learning_rate)
+
+    def build_heads(self, hidden_dim: int) -> None:
+        self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)
+
+    def q_values(self, images, tokens, lengths, previous_action, text=None) -> torch.Tensor:
+        """Q-value of each of the 81 actions [B, 81]."""
+        return self.q_head(self.features(images, tokens, lengths, previous_action, text))
+
+    def score(self, observations: BlocksObservation, candidates=None) -> torch.Tensor:
+        """The Q-values; the argmax is the greedy action."""
+        return self.q_head(self.observed_features(observations))
+
+    def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
+        return F.one_hot(self.score(observation).argmax(dim=-1), NUM_ACTIONS).float()
+
+    @torch.no_grad()
+    def act(self, observation: BlocksObservation, generator: torch.Generator | None = None) -> torch.Tensor:
+        return super(BlocksPolicy, self).act(observation, generator)
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        loss = self.temporal_difference_loss(batch["replay"])
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch.get("action", batch.get("episodes"))))
+        return loss
+
+    def temporal_difference_loss(self, replay: dict) -> torch.Tensor:
+        """Huber loss between Q(s, a) and the targets r + γ·max Q_target(s', ·) a DQNLoop computed."""
+        from zoo.blocks.history import standardize_stacks
+
+        q = self.q_values(standardize_stacks(replay["stacks"]).to(self.device), replay["tokens"].to(self.device),
+                          replay["lengths"], replay["previous"].to(self.device))
+        chosen = q.gather(1, replay["actions"].to(self.device)[:, None]).squeeze(1)
+        return F.smooth_l1_loss(chosen, replay["targets"].to(chosen))
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        """Q-values have no likelihood; the rollout metrics still validate a DQN."""
