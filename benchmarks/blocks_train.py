@@ -12,11 +12,20 @@ greedy step of evaluation. Measured, each a median over ``--repeats`` interleave
   (``recipes/blocks_policy.yaml``: rollouts of ``bandit.episodes_per_batch`` episodes,
   one update per ``bandit.episodes_per_update``), rollout with sampling, rendering and the
   shaped reward, then the updates;
+* ``dagger_frames_per_s``: DAgger as the recipe configures it (``dagger`` section; rollouts of
+  ``bandit.episodes_per_batch`` episodes, every state labelled by the expert, then
+  ``updates_per_rollout`` minibatches of ``dagger.batch_size`` from the replay), with every
+  action the policy's (β = 0, the most network work a rollout can need), from the released
+  supervised policy when available;
 * ``eval_steps_per_s``: greedy evaluation (``zoo eval blocks``'s loop);
 * the floor: ``forward_frames_per_s`` (no-grad forward at batch 256),
   ``update_frames_per_s`` (forward + backward + Adam at batch 16) and
   ``bandit_floor_frames_per_s`` = 1 / (1/forward + 1/update);
-* ``bandit_vs_floor`` and ``eval_vs_forward_floor``: the ratios the goals are stated in.
+* ``dagger_floor_frames_per_s``: the same network work at the floor's rates: one forward per
+  decision and ``dagger_updates_per_frame`` update frames per decision (updates at
+  ``dagger.batch_size``);
+* ``bandit_vs_floor``, ``dagger_vs_floor`` and ``eval_vs_forward_floor``: the ratios the goals
+  are stated in.
 """
 
 from __future__ import annotations
@@ -39,7 +48,8 @@ from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
 from zoo.blocks.evaluate import evaluate_policy  # noqa: E402
 from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
-from zoo.models.blocks import BlocksBandit, BlocksPolicy, BlocksSupervised  # noqa: E402
+from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
+from zoo.models.blocks import BlocksBandit, BlocksDagger, BlocksPolicy, BlocksSupervised  # noqa: E402
 
 RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "blocks_policy.yaml"
 
@@ -64,6 +74,30 @@ def bandit_rate(policy, optimiser, loop, examples, rollouts: int, size: int) -> 
         policy.learn_from_rollout(rollout, optimiser)
         frames += len(rollout["actions"])
     return frames / (time.perf_counter() - started)
+
+
+def dagger_rate(policy, optimiser, loop: ExpertLoop, examples, rollouts: int, size: int) -> tuple[float, float]:
+    """Decisions collected per second, and update frames per decision."""
+    started, frames, updated = time.perf_counter(), 0, 0
+    for index in range(rollouts):
+        batch = examples[index * size : (index + 1) * size]
+        rollout = loop.collect(policy, batch)
+        loop.replay.add(rollout)
+        updates = loop.updates_per_rollout or len(batch)
+        minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(updates)]
+        policy.train()
+        policy.learn_from_labels(minibatches, optimiser)
+        frames += len(rollout["actions"])
+        updated += updates * loop.batch_size
+    return frames / (time.perf_counter() - started), updated / frames
+
+
+def dagger_start(recipe, words: list[str]) -> BlocksDagger:
+    settings = dict(learning_rate=recipe.dagger.learning_rate)
+    try:
+        return BlocksPolicy.from_pretrained("blocks-supervised").to_objective(BlocksDagger, **settings)
+    except (OSError, KeyError, ValueError):
+        return BlocksDagger(words, **recipe.model, **settings)
 
 
 def eval_rate(policy, examples, renderer) -> tuple[float, int]:
@@ -106,10 +140,17 @@ def main() -> None:
     bandit = bandit_start(recipe, words)
     bandit_optimiser = bandit.configure_optimizers()
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
+    dagger = dagger_start(recipe, words)
+    dagger_optimiser = dagger.configure_optimizers()
+    settings = recipe.dagger
+    expert_loop = ExpertLoop(datamodule.train_examples, renderer=datamodule.renderer, beta_start=0.0, beta_end=0.0,
+                             policy_actions=settings.policy_actions, replay_size=settings.replay_size,
+                             batch_size=settings.batch_size, updates_per_rollout=settings.updates_per_rollout)
     size = recipe.bandit.episodes_per_batch
     examples = datamodule.train_examples
     evaluation = datamodule.dev_examples[: args.eval_episodes]
-    rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "eval", "forward", "update", "floor")}
+    rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "dagger", "dagger_floor", "eval", "forward",
+                                                     "update", "floor")}
     for repeat in range(args.repeats):  # interleaved, so all see the same machine load
         floor = measure_floor(args.threads, repeats=1)
         rates["forward"].append(floor["forward_frames_per_s"])
@@ -118,6 +159,12 @@ def main() -> None:
         rates["supervised"].append(supervised_rate(supervised, supervised_optimiser, datamodule, args.batches))
         offset = repeat * args.rollouts * size
         rates["bandit"].append(bandit_rate(bandit, bandit_optimiser, loop, examples[offset:], args.rollouts, size))
+        rate, per_frame = dagger_rate(dagger, dagger_optimiser, expert_loop, examples[offset:], args.rollouts, size)
+        rates["dagger"].append(rate)
+        # the floor's update at DAgger's minibatch size (the bandit's is at 16)
+        update_rate = floor["update_frames_per_s"] if settings.batch_size == 16 else measure_floor(
+            args.threads, repeats=1, update_batch=settings.batch_size)["update_frames_per_s"]
+        rates["dagger_floor"].append(1.0 / (1.0 / floor["forward_frames_per_s"] + per_frame / update_rate))
         rate, steps = eval_rate(bandit, evaluation, datamodule.renderer)
         rates["eval"].append(rate)
     median = {k: statistics.median(v) for k, v in rates.items()}
@@ -127,12 +174,16 @@ def main() -> None:
         "bandit_config": {"episodes_per_batch": size, "episodes_per_update": recipe.bandit.episodes_per_update},
         "supervised_frames_per_s": median["supervised"],
         "bandit_frames_per_s": median["bandit"],
+        "dagger_frames_per_s": median["dagger"],
+        "dagger_updates_per_frame": per_frame,
+        "dagger_floor_frames_per_s": median["dagger_floor"],
         "eval_steps_per_s": median["eval"],
         "eval_steps": steps,
         "forward_frames_per_s": median["forward"],
         "update_frames_per_s": median["update"],
         "bandit_floor_frames_per_s": median["floor"],
         "bandit_vs_floor": median["bandit"] / median["floor"],
+        "dagger_vs_floor": median["dagger"] / median["dagger_floor"],
         "eval_vs_forward_floor": median["eval"] / median["forward"],
     }
     result = {k: round(v, 3 if "_vs_" in k else 1) if isinstance(v, float) else v for k, v in result.items()}

@@ -21,8 +21,8 @@ from zoo.blocks.records import Transition
 LATTICE_RADIUS = 40
 """Cells span start ± 40 steps: exactly what 40 moves can reach."""
 
-# (di, dj) of each direction on the lattice (i along +x, j along +z), matching DIRECTION_DELTAS.
-_LATTICE_STEPS = ((-1, 0), (1, 0), (0, 1), (0, -1))
+LATTICE_STEPS = ((-1, 0), (1, 0), (0, 1), (0, -1))
+"""(di, dj) of each direction on the lattice (i along +x, j along +z), matching DIRECTION_DELTAS."""
 
 
 @dataclass(frozen=True)
@@ -47,19 +47,12 @@ def plan(transition: Transition, horizon: int = HORIZON) -> Demonstration:
     origin = transition.start[block]
     goal = transition.goal[block]
     obstacles = np.delete(transition.start, block, axis=0)
-    offsets = np.arange(-LATTICE_RADIUS, LATTICE_RADIUS + 1) * STEP
-    cell_x = origin[0] + offsets  # lattice index i
-    cell_z = origin[1] + offsets  # lattice index j
-    blocked = _blocked_cells(cell_x, cell_z, obstacles)
+    cell_x, cell_z = lattice(origin)
+    blocked = blocked_cells(cell_x, cell_z, obstacles)
     centre = LATTICE_RADIUS
     blocked[centre, centre] = False  # the start cell is never collision-checked
-    depth = _breadth_first_depth(blocked, centre, horizon)
-    reachable = depth >= 0
-    gap = np.hypot(cell_x[:, None] - goal[0], cell_z[None, :] - goal[1])
-    gap = np.where(reachable, gap, np.inf)
-    # Nearest reachable cell; among exact ties the one found earliest (fewest moves).
-    order = np.lexsort((depth.ravel(), gap.ravel()))
-    end = np.unravel_index(order[0], gap.shape)
+    depth = breadth_first_depth(blocked, (centre, centre), horizon)
+    end = nearest_reachable_cell(depth, goal_gaps(cell_x, cell_z, goal))
     path = _walk_back(depth, end)
     moves = [NUM_DIRECTIONS * block + direction for direction in path]
     cells = _cells_along(centre, path)
@@ -69,19 +62,42 @@ def plan(transition: Transition, horizon: int = HORIZON) -> Demonstration:
     return Demonstration(tuple(actions[:horizon]), points[: horizon + 1], block)
 
 
-def _blocked_cells(cell_x: np.ndarray, cell_z: np.ndarray, obstacles: np.ndarray) -> np.ndarray:
+def lattice(origin: np.ndarray, radius: int = LATTICE_RADIUS) -> tuple[np.ndarray, np.ndarray]:
+    """x and z of the cells ``origin ± radius`` steps (lattice index i along x, j along z)."""
+    offsets = np.arange(-radius, radius + 1) * STEP
+    return origin[0] + offsets, origin[1] + offsets
+
+
+def goal_gaps(cell_x: np.ndarray, cell_z: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    """Distance of every lattice cell's centre to ``goal`` [I, J]."""
+    return np.hypot(cell_x[:, None] - goal[0], cell_z[None, :] - goal[1])
+
+
+def nearest_reachable_cell(depth: np.ndarray, gap: np.ndarray) -> tuple[int, int]:
+    """The reachable cell (``depth >= 0``) nearest the goal; among exact ties the one found
+    earliest (fewest moves), then the first in index order."""
+    gap = np.where(depth >= 0, gap, np.inf)
+    order = np.lexsort((depth.ravel(), gap.ravel()))
+    i, j = np.unravel_index(order[0], gap.shape)
+    return int(i), int(j)
+
+
+def blocked_cells(cell_x: np.ndarray, cell_z: np.ndarray, obstacles: np.ndarray) -> np.ndarray:
+    """[I, J] cells where the moved block's square would overlap one of ``obstacles`` [N, 2]."""
     near_x = np.abs(cell_x[:, None] - obstacles[None, :, 0]) <= COLLISION_EXTENT  # [I, N]
     near_z = np.abs(cell_z[:, None] - obstacles[None, :, 1]) <= COLLISION_EXTENT  # [J, N]
     return (near_x[:, None, :] & near_z[None, :, :]).any(axis=-1)
 
 
-def _breadth_first_depth(blocked: np.ndarray, centre: int, horizon: int) -> np.ndarray:
-    """Moves needed to reach each free cell (-1 if not within ``horizon``)."""
+def breadth_first_depth(blocked: np.ndarray, source: tuple[int, int], horizon: int | None = None) -> np.ndarray:
+    """Moves needed to reach each free cell from ``source`` (-1 if not within ``horizon``
+    moves; no limit with ``None``). Each wave is one dilation of the frontier."""
     depth = np.full(blocked.shape, -1, dtype=np.int64)
-    depth[centre, centre] = 0
+    depth[source] = 0
     frontier = np.zeros(blocked.shape, dtype=bool)
-    frontier[centre, centre] = True
-    for moves in range(1, horizon + 1):
+    frontier[source] = True
+    limit = blocked.size if horizon is None else horizon
+    for moves in range(1, limit + 1):
         grown = np.zeros_like(frontier)
         grown[1:, :] |= frontier[:-1, :]
         grown[:-1, :] |= frontier[1:, :]
@@ -99,7 +115,7 @@ def _walk_back(depth: np.ndarray, end: tuple[int, int]) -> list[int]:
     i, j = end
     path = []
     while depth[i, j] > 0:
-        for direction, (di, dj) in enumerate(_LATTICE_STEPS):
+        for direction, (di, dj) in enumerate(LATTICE_STEPS):
             pi, pj = i - di, j - dj
             if 0 <= pi < depth.shape[0] and 0 <= pj < depth.shape[1] and depth[pi, pj] == depth[i, j] - 1:
                 path.append(direction)
@@ -111,7 +127,7 @@ def _walk_back(depth: np.ndarray, end: tuple[int, int]) -> list[int]:
 def _cells_along(centre: int, path: Sequence[int]) -> list[tuple[int, int]]:
     cells = [(centre, centre)]
     for direction in path:
-        di, dj = _LATTICE_STEPS[direction]
+        di, dj = LATTICE_STEPS[direction]
         cells.append((cells[-1][0] + di, cells[-1][1] + dj))
     return cells
 

@@ -2,5 +2,6 @@
 
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
 from zoo.callbacks.dqn_loop import DQNLoop
+from zoo.callbacks.expert_loop import ExpertLoop
 
-__all__ = ["ContextualBanditLoop", "DQNLoop"]
+__all__ = ["ContextualBanditLoop", "DQNLoop", "ExpertLoop"]

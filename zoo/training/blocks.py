@@ -1,5 +1,5 @@
 """The training script behind ``recipes/blocks_policy.py``: the block policy of Misra, Langford
-& Artzi (2017), trained supervised, with the contextual bandit, REINFORCE, DQN or an oracle planner.
+& Artzi (2017), trained supervised, with the contextual bandit, REINFORCE, DQN, DAgger or an oracle planner.
 
 ``main`` reads the recipe's YAML (with ``--config`` files and dotted overrides), builds the
 :class:`BlocksDataModule`, the policy (for the RL methods: its supervised initialisation),
@@ -20,7 +20,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
-from zoo.callbacks import ContextualBanditLoop, DQNLoop
+from zoo.callbacks import ContextualBanditLoop, DQNLoop, ExpertLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
@@ -33,7 +33,7 @@ from zoo.experiment import (
     resume_path,
     start_run,
 )
-from zoo.models.blocks import BlocksDQN, BlocksPlanner, BlocksPolicy, BlocksSupervised, objective_class
+from zoo.models.blocks import BlocksDagger, BlocksDQN, BlocksPlanner, BlocksPolicy, BlocksSupervised, objective_class
 from zoo.models.blocks.policy import load_training_checkpoint
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
@@ -145,6 +145,22 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
     return policy.train()
 
 
+def initial_dagger_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksDagger:
+    """DAgger's learner: the run's own ``last.ckpt`` when resuming, else the policy in
+    ``dagger.init_from`` (a pretrained dir, a released name or a ``.ckpt``), else a fresh
+    network (with β = 1 at first, DAgger then starts as supervised learning on the expert's states)."""
+    settings = dict(learning_rate=config.dagger.learning_rate, gradient_clip_val=config.trainer.gradient_clip_val)
+    resuming = resume_path(run_dir)
+    if resuming:
+        return load_training_checkpoint(resuming, **settings).train()
+    source = config.dagger.init_from
+    if not source:
+        return BlocksDagger(vocabulary, **config.model, **settings)
+    start = load_training_checkpoint(source) if str(source).endswith(".ckpt") else BlocksPolicy.from_pretrained(source)
+    start = match_previous_action_input(start, config.model.use_previous_action, config.seed)
+    return start.to_objective(BlocksDagger, **settings).train()
+
+
 def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -> BlocksPolicy:
     """The start with the previous-action input the config asks for: a start trained without
     it (no exposure bias, spec §6.4 supervised) gets it added for the bandit; one trained with
@@ -164,8 +180,8 @@ def main(argv: list[str], extra_callbacks: list = (),
     """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config, argv)
-    if config.method not in ("supervised", "planner", *RL_METHODS):
-        raise SystemExit(f"method must be supervised, planner, bandit, reinforce or dqn; got {config.method!r}")
+    if config.method not in ("supervised", "planner", "dagger", *RL_METHODS):
+        raise SystemExit(f"method must be supervised, planner, dagger, bandit, reinforce or dqn; got {config.method!r}")
     run_dir = start_run(config)
     if config.method == "supervised":
         datamodule = make_datamodule(config, mode="steps")
@@ -175,6 +191,17 @@ def main(argv: list[str], extra_callbacks: list = (),
         datamodule = make_datamodule(config, mode="targets")
         policy = BlocksPlanner(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
         fit(config, policy, datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        return 0
+    if config.method == "dagger":
+        datamodule = make_datamodule(config, mode="episodes")
+        policy = initial_dagger_policy(config, run_dir, datamodule.vocabulary.words)
+        datamodule.vocabulary = policy.vocabulary
+        dagger = config.dagger
+        loop = ExpertLoop(datamodule.train_examples, seed=config.seed, renderer=datamodule.renderer,
+                          beta_start=dagger.beta_start, beta_decay=dagger.beta_decay, beta_end=dagger.beta_end,
+                          policy_actions=dagger.policy_actions, replay_size=dagger.replay_size,
+                          batch_size=dagger.batch_size, updates_per_rollout=dagger.updates_per_rollout)
+        fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
         return 0
     datamodule = make_datamodule(config, mode="episodes")
     policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)

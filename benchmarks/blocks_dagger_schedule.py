@@ -1,0 +1,138 @@
+"""How fast DAgger learns from the shortest-path expert: a short, fixed-budget run.
+
+The setting of ``benchmarks/blocks_bandit_schedule.py``, so the two curves compare: the
+released ``blocks-supervised`` policy as the start, the same shuffled training episodes for
+the same seed, rollouts of ``--rollout`` episodes at a time; the greedy tuning error on the
+first ``--tuning`` tuning examples every ``--eval-every`` episodes. One line of JSON per
+evaluation (``--json``, and appended to ``--out``), then a summary object.
+
+    python benchmarks/blocks_dagger_schedule.py --episodes 4000 --out docs/results/blocks_dagger_vs_bandit.jsonl
+
+Every option maps to the recipe's ``dagger`` section (``method=dagger``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.evaluate import evaluate_policy
+from zoo.blocks.rollout import EpisodeRunner
+from zoo.callbacks.expert_loop import ExpertLoop
+from zoo.models.blocks import BlocksDagger, BlocksPolicy
+from zoo.models.blocks.policy import load_training_checkpoint
+
+
+def parse(argv=None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--init-from", default="blocks-supervised",
+                        help="released name, save_pretrained directory, or a supervised run's .ckpt")
+    parser.add_argument("--episodes", type=int, default=2000)
+    parser.add_argument("--seconds", type=float, default=None, help="stop at the first evaluation after this long")
+    parser.add_argument("--rollout", type=int, default=16, help="episodes rolled out at once (one policy)")
+    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--beta-start", type=float, default=1.0)
+    parser.add_argument("--beta-decay", type=float, default=0.99, help="per rollout")
+    parser.add_argument("--beta-end", type=float, default=0.0)
+    parser.add_argument("--policy-actions", choices=("greedy", "sample"), default="greedy")
+    parser.add_argument("--replay-size", type=int, default=2000)
+    parser.add_argument("--batch-size", type=int, default=32)
+    parser.add_argument("--updates-per-rollout", type=int, default=None, help="default: one per episode")
+    parser.add_argument("--tuning", type=int, default=300)
+    parser.add_argument("--eval-every", type=int, default=400)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
+    parser.add_argument("--save", type=Path, help="save the final policy here (save_pretrained)")
+    parser.add_argument("--json", action="store_true")
+    return parser.parse_args(argv)
+
+
+def mean_of_numbers(values: list[float]) -> float:
+    """The mean of the values that are not NaN (a rollout where the policy never acted has none)."""
+    numbers = [v for v in values if not math.isnan(v)]
+    return sum(numbers) / len(numbers) if numbers else float("nan")
+
+
+def main(argv=None) -> dict:
+    args = parse(argv)
+    torch.set_num_threads(args.threads)
+    datamodule = BlocksDataModule(source="real")
+    datamodule.setup()
+    if str(args.init_from).endswith(".ckpt"):
+        start = load_training_checkpoint(args.init_from)
+    else:
+        start = BlocksPolicy.from_pretrained(args.init_from)
+    policy = start.to_objective(BlocksDagger, learning_rate=args.lr)
+    optimizer = policy.configure_optimizers()
+    loop = ExpertLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
+                      beta_start=args.beta_start, beta_decay=args.beta_decay, beta_end=args.beta_end,
+                      policy_actions=args.policy_actions, replay_size=args.replay_size, batch_size=args.batch_size,
+                      updates_per_rollout=args.updates_per_rollout)
+    order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))
+    episodes = [datamodule.train_examples[i] for i in order[: args.episodes].tolist()]
+    tuning = datamodule.tuning_examples[: args.tuning]
+    runner = EpisodeRunner(datamodule.renderer)
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
+    config["method"] = "dagger"
+    curve, frames, updates, lengths, stops, started = [], 0, 0, [], [], time.perf_counter()
+    recent: list[dict] = []
+
+    def evaluate(seen: int) -> None:
+        error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
+        window = recent[-max(1, args.eval_every // args.rollout):]
+        agreement = mean_of_numbers([s["policy_agreement"] for s in window])  # NaN (null in JSON) before the policy acts
+        point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
+                 "tuning_median_error": round(error["median"], 4),
+                 "tuning_stop_rate": round(error["stop_rate"], 4),
+                 "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
+                 "train_stop_rate": round(sum(stops[-args.eval_every:]) / max(1, len(stops[-args.eval_every:])), 4),
+                 "beta": round(loop.beta(), 4),
+                 "policy_agreement": round(agreement, 4),
+                 "seconds": round(time.perf_counter() - started, 1)}
+        curve.append(point)
+        line = json.dumps({"config": config, **{k: None if v != v else v for k, v in point.items()}})
+        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  beta {point['beta']:.2f}  "
+              f"tuning {point['tuning_mean_error']:.3f} (stops {point['tuning_stop_rate']:.2f})  "
+              f"train length {point['train_episode_length']:.1f}  {point['seconds']:.0f}s", flush=True)
+        if args.out:
+            with args.out.open("a") as handle:
+                handle.write(line + "\n")
+
+    evaluate(0)
+    for first in range(0, len(episodes), args.rollout):
+        batch = episodes[first : first + args.rollout]
+        rollout = loop.collect(policy, batch)
+        recent.append(dict(loop.last_stats))
+        loop.replay.add(rollout)
+        count = loop.updates_per_rollout or len(batch)
+        minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(count)]
+        policy.train()
+        policy.learn_from_labels(minibatches, optimizer)
+        frames += len(rollout["actions"])
+        updates += count
+        lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
+        stops += loop.runner.env.stopped.tolist()
+        seen = first + len(batch)
+        if seen % args.eval_every == 0 or seen == len(episodes):
+            evaluate(seen)
+            if args.seconds is not None and time.perf_counter() - started > args.seconds:
+                break
+    if args.save:
+        policy.save_pretrained(args.save)
+    summary = {"config": config, "curve": curve}
+    if args.json:
+        print(json.dumps(summary))
+    return summary
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
+    sys.exit(0)

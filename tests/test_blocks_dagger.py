@@ -1,0 +1,141 @@
+"""DAgger on the block policy: rollouts mix the expert and the policy, every state is labelled
+with the expert's action, β decays as configured, and the learner fits the labels."""
+
+import importlib.util
+from pathlib import Path
+
+import pytest
+import torch
+
+from zoo.blocks.board import BoardBatch
+from zoo.blocks.env import BlocksEnv
+from zoo.blocks.expert import BlocksExpert
+from zoo.blocks.geometry import STOP
+from zoo.blocks.procedural import procedural_split
+from zoo.blocks.vocab import Vocabulary, build_vocabulary
+from zoo.callbacks.expert_loop import ExpertLoop, ExpertReplay
+from zoo.models.blocks import BlocksDagger
+
+RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.yaml"
+SMALL = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
+             direction_embedding_dim=4, hidden_dim=8)
+
+
+@pytest.fixture(scope="module")
+def examples():
+    return procedural_split("train", transitions=6, seed=3).examples[:8]
+
+
+@pytest.fixture()
+def learner(examples):
+    torch.manual_seed(0)
+    return BlocksDagger(Vocabulary(build_vocabulary(e.instruction for e in examples)).words, **SMALL)
+
+
+def replay_labels(examples, rollout) -> torch.Tensor:
+    """The expert's action at every decision of a rollout, found by replaying its actions."""
+    boards = BoardBatch.from_transitions([e.transition for e in examples])
+    env, expert = BlocksEnv(), BlocksExpert(boards)
+    env.reset(boards)
+    labels = torch.empty_like(rollout["labels"])
+    for step in range(int(rollout["steps"].max()) + 1):
+        rows = (rollout["steps"] == step).nonzero().squeeze(1)
+        episodes = rollout["episodes"][rows]
+        labels[rows] = expert.act(env.positions[episodes], env.moves_taken[episodes], episodes)
+        actions = torch.full((len(examples),), STOP)
+        actions[episodes] = rollout["actions"][rows]
+        env.step(actions)
+    return labels
+
+
+def test_every_visited_state_is_labelled_with_the_experts_action(examples, learner):
+    loop = ExpertLoop(examples, seed=1, beta_start=0.5, beta_decay=1.0)
+    rollout = loop.collect(learner, examples)
+    assert torch.equal(rollout["labels"], replay_labels(examples, rollout))
+    by_expert = rollout["expert_acted"]
+    assert torch.equal(rollout["actions"][by_expert], rollout["labels"][by_expert])
+    assert 0 < by_expert.float().mean() < 1  # both the expert and the policy acted
+
+
+def test_with_beta_one_the_rollout_is_the_experts_path(examples, learner):
+    rollout = ExpertLoop(examples, beta_start=1.0).collect(learner, examples)
+    assert bool(rollout["expert_acted"].all())
+    assert torch.equal(rollout["actions"], rollout["labels"])
+    stops = rollout["actions"] == STOP
+    assert int(stops.sum()) == len(examples)  # each episode ends with the expert's one STOP
+
+
+def test_beta_decays_as_configured_from_rollout_to_rollout(examples, learner):
+    loop = ExpertLoop(examples, beta_start=1.0, beta_decay=0.5, beta_end=0.2)
+    seen = []
+    for _ in range(4):
+        loop.collect(learner, examples[:2])
+        seen.append(loop.last_stats["beta"])
+    assert seen == [1.0, 0.5, 0.25, 0.2]
+    assert loop.state_dict() == {"rollouts": 4}
+    resumed = ExpertLoop(examples, beta_start=1.0, beta_decay=0.5, beta_end=0.2)
+    resumed.load_state_dict(loop.state_dict())
+    assert resumed.beta() == 0.2
+    with pytest.raises(ValueError, match="beta_decay"):
+        ExpertLoop(examples, beta_decay=0.0)
+
+
+def test_the_replay_stores_each_decision_with_its_history_window(examples, learner):
+    rollout = ExpertLoop(examples, seed=2, beta_start=0.7, beta_decay=1.0).collect(learner, examples)
+    replay = ExpertReplay(capacity=1000)
+    replay.add(rollout)
+    order = torch.argsort(rollout["episodes"] * 100 + rollout["steps"])
+    steps, episodes = rollout["steps"][order], rollout["episodes"][order]
+    assert torch.equal(replay.frames[: len(order)], rollout["frames"][steps, episodes])
+    assert torch.equal(replay.labels[: len(order)], rollout["labels"][order])
+    sample = replay.sample(64, torch.Generator().manual_seed(0))
+    newest = sample["index"][:, -1]
+    for row, slot in enumerate(newest.tolist()):
+        for back in range(1, 5):  # the frames before it in its own episode, zeros before its start
+            expected = slot - back if back <= int(replay.steps[slot]) else -1
+            assert int(sample["index"][row, -1 - back]) == expected
+
+
+def test_the_replay_keeps_only_the_newest_decisions(examples, learner):
+    loop = ExpertLoop(examples, seed=5, beta_start=0.5, beta_decay=1.0)
+    replay = ExpertReplay(capacity=20)
+    labels = []
+    for _ in range(3):
+        rollout = loop.collect(learner, examples)
+        replay.add(rollout)
+        labels.append(rollout["labels"][torch.argsort(rollout["episodes"] * 100 + rollout["steps"])])
+    newest = torch.cat(labels)[-20:]
+    assert len(replay) == 20 and replay.total == len(torch.cat(labels))
+    assert torch.equal(replay.labels.roll(-(replay.total % 20)), newest)
+    sample = replay.sample(200, torch.Generator().manual_seed(0))
+    # every window drawn is whole: its slots hold the consecutive steps of one episode
+    for window in sample["index"].tolist():
+        steps = [int(replay.steps[slot]) for slot in window if slot >= 0]
+        assert steps == list(range(steps[-1] - len(steps) + 1, steps[-1] + 1))
+
+
+def test_a_few_dagger_steps_fit_the_labels(examples, learner):
+    loop = ExpertLoop(examples, seed=0, beta_start=1.0, replay_size=500, batch_size=16)
+    loop.replay.add(loop.collect(learner, examples))
+    generator = torch.Generator().manual_seed(0)
+    minibatches = [loop.replay.sample(16, generator) for _ in range(2)]
+    optimizer = learner.configure_optimizers()
+    learner.train()
+    first = float(learner.learn_from_labels(minibatches, optimizer))
+    for _ in range(15):
+        last = float(learner.learn_from_labels(minibatches, optimizer))
+    assert last < 0.8 * first
+
+
+def test_method_dagger_trains_from_the_recipe(tmp_path):
+    spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPE.with_suffix(".py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "bandit.episodes_per_batch=4",
+            *(f"model.{k}={v}" for k, v in SMALL.items()), "evaluation.gifs=0", "logger.kind=none",
+            "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
+            "method=dagger", "dagger.batch_size=8", "dagger.beta_decay=0.5", f"run_dir={tmp_path}"]
+    assert module.main(tiny) == 0
+    trained = BlocksDagger.from_pretrained(tmp_path / "pretrained")
+    assert type(trained) is BlocksDagger and trained.objective == "dagger"
+    assert (tmp_path / "checkpoints" / "last.ckpt").is_file()

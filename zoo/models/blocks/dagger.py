@@ -1,0 +1,81 @@
+"""DAgger (Ross, Gordon & Bagnell 2011): imitation of the expert on the policy's own states.
+
+Supervised learning sees the expert only on the expert's states; a policy that leaves them
+(a wrong block, a detour, a late STOP) was never told what to do there (exposure bias). Here
+an :class:`~zoo.callbacks.expert_loop.ExpertLoop` rolls out a mixture of the expert and the
+policy, labels every visited state with the expert's action (the shortest-path expert reads
+the board, as the paper's instrumented training environment allows) and hands over
+minibatches of its replay of the newest labelled decisions; this module minimises the
+cross-entropy of the labels, one optimizer step per minibatch. The network and its inputs
+are the paper's (:class:`~zoo.models.blocks.policy.BlocksPolicy`): at test time the policy
+still sees only the images, the instruction and its previous action.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zoo.models.blocks import losses
+from zoo.models.blocks.bandit import CLIP_ALGORITHMS, clip_gradients
+from zoo.models.blocks.policy import BlocksPolicy, register_objective
+
+
+@register_objective("dagger", "CNN-LSTM block policy trained by DAgger on the shortest-path expert's labels; pass the vocabulary")
+class BlocksDagger(BlocksPolicy):
+    """The block policy trained on ``batch["dagger"]``: replay minibatches of expert labels.
+    Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``."""
+
+    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
+                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
+                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
+                 init: str = "glorot", learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
+                 gradient_clip_algorithm: str = "per_parameter"):
+        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
+                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
+                         learning_rate)
+
+    def check_settings(self) -> None:
+        if self.hparams.gradient_clip_algorithm not in CLIP_ALGORITHMS:
+            raise ValueError(f"gradient_clip_algorithm must be one of {CLIP_ALGORITHMS}; "
+                             f"got {self.hparams.gradient_clip_algorithm!r}")
+
+    @property
+    def automatic_optimization(self) -> bool:
+        """Several optimizer steps per rollout (one per minibatch), so it steps itself."""
+        return False
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        loss = self.learn_from_labels(batch["dagger"], self.optimizers(), self.manual_backward)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["episodes"]))
+        return loss
+
+    def learn_from_labels(self, minibatches: list[dict], optimizer, backward=None) -> torch.Tensor:
+        """One clipped optimizer step per minibatch on the labels' cross-entropy; the mean loss.
+        ``backward`` is the Trainer's ``manual_backward`` inside Lightning."""
+        backward = backward or (lambda loss: loss.backward())
+        step_losses, correct, seen = [], 0, 0
+        for minibatch in minibatches:
+            block, direction = self.label_heads(minibatch)
+            labels = minibatch["labels"].to(self.device)
+            loss = losses.supervised_loss(block, direction, labels)
+            optimizer.zero_grad()
+            backward(loss)
+            clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)
+            optimizer.step()
+            step_losses.append(loss.detach())
+            correct += int((self.joint_log_probs(block, direction).argmax(-1) == labels).sum())
+            seen += len(labels)
+        if not step_losses:
+            raise RuntimeError("no labelled minibatches to learn from")
+        if self._trainer is not None:
+            self.log("train/accuracy", correct / seen, batch_size=seen)
+        return torch.stack(step_losses).mean()
+
+    def label_heads(self, minibatch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+        """Block and direction log-probabilities of a replay minibatch's decisions, from the
+        stored frames (:meth:`ImageEncoder.from_frames` gathers each stack straight from them)."""
+        device = self.device
+        images = self.image.from_frames(minibatch["frames"].to(device), minibatch["index"].to(device),
+                                        minibatch["frame_sums"].to(device))
+        text = self.instruction_features(minibatch["tokens"].to(device), minibatch["lengths"])
+        return self(images, None, None, minibatch["previous"].to(device), text)
