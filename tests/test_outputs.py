@@ -59,10 +59,10 @@ def trained_model(tmp_path) -> Path:
 
 
 def tiny_policy():
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksSupervised
 
-    return BlockPolicy(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
-                       hidden_dim=8)
+    return BlocksSupervised(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+                            hidden_dim=8)
 
 
 # --- a directory of another kind ---------------------------------------------------------

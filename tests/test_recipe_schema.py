@@ -119,9 +119,9 @@ def test_every_light_constructor_argument_has_a_rule():
 
 
 def test_the_blocks_model_section_is_block_policy_arguments():
-    from zoo.models.block_policy import BlockPolicy
+    from zoo.models.blocks import BlocksPolicy
 
-    arguments = set(inspect.signature(BlockPolicy.__init__).parameters)
+    arguments = set(inspect.signature(BlocksPolicy.__init__).parameters)
     assert set(recipe_schema.BlocksModel.model_fields) <= arguments
 
 
@@ -131,18 +131,19 @@ def test_the_choices_are_the_code_s_own():
     from zoo.blocks.reward import REWARD_VARIANTS
     from zoo.light.datamodule import SOURCES
     from zoo.light.sim.config import SimConfig
-    from zoo.models import block_objectives, block_policy, generative, starspace
+    from zoo.models import generative, starspace
+    from zoo.models.blocks import bandit, losses, network
     from zoo.models.backbone import POOLINGS
 
     def choices(section, key):
         return set(get_args(section.model_fields[key].annotation))
 
     assert choices(recipe_schema.Bandit, "reward") == set(REWARD_VARIANTS)
-    assert choices(recipe_schema.Bandit, "update_weighting") == set(block_policy.UPDATE_WEIGHTINGS)
-    assert choices(recipe_schema.Bandit, "reward_baseline") == set(block_policy.REWARD_BASELINES)
-    assert choices(recipe_schema.Bandit, "gradient_clip_algorithm") == set(block_policy.CLIP_ALGORITHMS)
-    assert choices(recipe_schema.Bandit, "loss_form") == set(block_objectives.LOSS_FORMS)
-    assert choices(recipe_schema.BlocksModel, "init") == set(block_policy.INITIALISATIONS)
+    assert choices(recipe_schema.Bandit, "update_weighting") == set(bandit.UPDATE_WEIGHTINGS)
+    assert choices(recipe_schema.Bandit, "reward_baseline") == set(bandit.REWARD_BASELINES)
+    assert choices(recipe_schema.Bandit, "gradient_clip_algorithm") == set(bandit.CLIP_ALGORITHMS)
+    assert choices(recipe_schema.Bandit, "loss_form") == set(losses.LOSS_FORMS)
+    assert choices(recipe_schema.BlocksModel, "init") == set(network.INITIALISATIONS)
     assert choices(recipe_schema.StarSpaceOptions, "pooling") == set(starspace.POOLINGS)
     assert choices(recipe_schema.StarSpaceOptions, "similarity") == set(starspace.SIMILARITIES)
     assert choices(recipe_schema.BiRankerOptions, "pooling") == set(POOLINGS)

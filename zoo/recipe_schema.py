@@ -389,7 +389,7 @@ class BlocksData(Section):
 
 
 class BlocksModel(Section):
-    """``zoo.models.block_policy.BlockPolicy``'s sizes (the paper's Appendix C)."""
+    """``zoo.models.blocks.BlocksPolicy``'s sizes (the paper's Appendix C)."""
 
     embedding_dim: Width
     lstm_dim: Width
@@ -432,6 +432,18 @@ class DQN(Section):
     epsilon_steps: Count
 
 
+class Dagger(Section):
+    learning_rate: Rate
+    init_from: Optional[str]
+    beta_start: Fraction
+    beta_decay: Fraction
+    beta_end: Fraction
+    policy_actions: Literal["greedy", "sample"]
+    replay_size: Count
+    batch_size: Count
+    updates_per_rollout: Optional[Count]
+
+
 class Evaluation(Section):
     dev_every_n_epochs: Count
     dev_limit: Optional[Count]
@@ -443,13 +455,14 @@ class BlocksRecipe(Section):
 
     seed: Seed
     threads: Optional[Annotated[int, Field(ge=1, le=4096)]]
-    method: Literal["supervised", "planner", "bandit", "reinforce", "dqn"]
+    method: Literal["supervised", "planner", "bandit", "reinforce", "dqn", "dagger"]
     run_dir: str
     data: BlocksData
     model: BlocksModel
     supervised: Supervised
     bandit: Bandit
     dqn: DQN
+    dagger: Dagger
     evaluation: Evaluation
     checkpoint: Checkpoint
     logger: Logger

@@ -168,9 +168,8 @@ class ExpertLoop(L.Callback):
             by_expert.append(use_expert)
             return actions
 
-        rollout = self.runner.record(examples, choose, encode=policy.encode_instructions,
-                                     featurize=getattr(policy, "instruction_features", None),
-                                     track=getattr(policy, "image_tracker", None))
+        rollout = self.runner.record(examples, choose, encode=policy.instruction_encoder,
+                                     featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
         rollout["labels"], rollout["expert_acted"] = torch.cat(labels), torch.cat(by_expert)
         self.rollouts += 1
         policy_rows = ~rollout["expert_acted"]
