@@ -7,7 +7,8 @@
     python recipes/blocks_policy.py method=planner                    # supervised with an oracle planner
     python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
 
-Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the trained policy is
+Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists and the run's ``config.yaml``
+is this configuration (another one is refused; see zoo/run_directory.py); the trained policy is
 exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
 ``zoo eval blocks --model <run_dir>/pretrained``). The script is zoo/training/blocks.py.
 """

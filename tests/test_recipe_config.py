@@ -71,5 +71,5 @@ def test_resuming_with_another_model_configuration_is_one_line(tmp_path):
             "model.direction_embedding_dim=4", "model.hidden_dim=8", "evaluation.gifs=0", "logger.kind=none",
             "trainer.max_epochs=1", "trainer.enable_progress_bar=false", f"run_dir={tmp_path}"]
     recipe.main(tiny)
-    with pytest.raises(SystemExit, match="different model or data configuration"):
+    with pytest.raises(SystemExit, match=r"another configuration \(model.hidden_dim: 8 -> 16; trainer.max_epochs: 1 -> 2\)"):
         recipe.main([*tiny, "model.hidden_dim=16", "trainer.max_epochs=2"])

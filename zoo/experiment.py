@@ -11,13 +11,17 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import lightning as L
-from lightning.pytorch.callbacks import LearningRateMonitor, ModelCheckpoint
+from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.console import configure_output
 from zoo.recipe_schema import check_recipe_config
+
+if TYPE_CHECKING:
+    from zoo.run_directory import RunDirectory
 
 OPEN_SECTIONS = ("trainer",)
 """Sections whose keys are another API's arguments (``lightning.Trainer``'s), checked against it."""
@@ -152,22 +156,24 @@ def _check_type(key: str, default_node, given_node, numbers_interchangeable: boo
         raise SystemExit(f"config key {key!r} expects {names.get(expected, expected.__name__)}, got {value!r}")
 
 
-def start_run(config: DictConfig) -> Path:
-    """What every run does first: thread count, seeds, the run directory and its config.yaml."""
+def start_run(config: DictConfig) -> "RunDirectory":
+    """What every run does first: thread count, seeds, and the run directory taken for this
+    run (:class:`zoo.run_directory.RunDirectory`: its config.yaml checked or written, its lock
+    held by rank 0 until ``close()``). A directory that cannot hold this run is refused in one
+    line before anything is written."""
     import torch
+    from lightning.pytorch.utilities import rank_zero_only
 
+    from zoo.run_directory import RunDirectory, RunDirectoryError
+
+    try:  # DDP launches every rank through this script: rank 0 locks and writes, the others read
+        run = RunDirectory.open(config, rank=rank_zero_only.rank)
+    except RunDirectoryError as error:
+        raise SystemExit(str(error)) from None
     if config.get("threads"):
         torch.set_num_threads(config.threads)
     L.seed_everything(config.seed, workers=True)
-    from lightning.pytorch.utilities import rank_zero_only
-
-    run_dir = Path(config.run_dir)
-    if run_dir.exists() and not run_dir.is_dir():
-        raise SystemExit(f"run_dir {str(run_dir)!r} is a file, not a directory")
-    run_dir.mkdir(parents=True, exist_ok=True)
-    if rank_zero_only.rank == 0:  # DDP launches every rank through this script
-        OmegaConf.save(config, run_dir / "config.yaml")
-    return run_dir
+    return run
 
 
 def make_logger(config: DictConfig, run_dir: Path, name: str):
@@ -200,14 +206,15 @@ def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None =
     continues from.
     """
     from zoo.callbacks.resume_checkpoint import ResumeCheckpoint
+    from zoo.callbacks.run_model_checkpoint import RunModelCheckpoint
 
     directory = run_dir / "checkpoints"
     callbacks = []
     if monitor:
-        callbacks.append(ModelCheckpoint(dirpath=directory, filename="best-epoch{epoch:03d}", monitor=monitor, mode=mode,
-                                         save_top_k=1, auto_insert_metric_name=False))
-    callbacks.append(ModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
-                                     auto_insert_metric_name=False))
+        callbacks.append(RunModelCheckpoint(dirpath=directory, filename="best-epoch{epoch:03d}", monitor=monitor, mode=mode,
+                                            save_top_k=1, auto_insert_metric_name=False))
+    callbacks.append(RunModelCheckpoint(dirpath=directory, filename="epoch{epoch:03d}", save_top_k=-1, every_n_epochs=1,
+                                        auto_insert_metric_name=False))
     from zoo.callbacks.graceful_stop import GracefulStop
 
     resume = ResumeCheckpoint(directory / "last.ckpt", every_n_train_steps)
@@ -241,11 +248,14 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
     checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
     from zoo.callbacks.graceful_stop import GracefulStop
+    from zoo.checkpoint_io import CheckpointWriteError
 
     ckpt = resume_path(run_dir)
     stopped = f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it"
     try:
         trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
+    except CheckpointWriteError as error:  # e.g. a full disk: one line, the previous checkpoints intact
+        raise SystemExit(str(error)) from None
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
         if GracefulStop.requested_on(trainer):
             raise SystemExit(stopped) from None  # non-zero: a pipeline of recipes stops here
@@ -264,9 +274,11 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
     output is not a terminal (background runs), to a progress bar otherwise; no layer table
     unless ``--verbose`` (or ``trainer.enable_model_summary=true``); each validation's metrics
-    appended to ``run_dir/metrics.jsonl``."""
+    appended to ``run_dir/metrics.jsonl``; checkpoints written whole or not at all
+    (:class:`zoo.checkpoint_io.AtomicCheckpointIO`)."""
     from zoo.callbacks.epoch_metrics import EpochMetricsFile
     from zoo.callbacks.progress_log import ProgressLog
+    from zoo.checkpoint_io import AtomicCheckpointIO
 
     from zoo import console
 
@@ -280,4 +292,5 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
                  EpochMetricsFile(run_dir)]  # curves and tables without W&B: run_dir/metrics.jsonl
     if not terminal:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)
+    options["plugins"] = [*(options.get("plugins") or []), AtomicCheckpointIO()]
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

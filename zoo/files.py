@@ -195,11 +195,31 @@ def check_replaceable(directory: str | os.PathLike, *, kind: str) -> Path:
     return directory
 
 
-def write_marker(directory: str | os.PathLike, *, kind: str) -> Path:
+def write_marker(directory: str | os.PathLike, *, kind: str, **record) -> Path:
     """Mark ``directory`` as zoo's output of ``kind``. Written through a temporary sibling and
-    renamed, so a kill mid-write never leaves a half marker (which would read as kind-less)."""
+    renamed, so a kill mid-write never leaves a half marker (which would read as kind-less).
+    ``record`` is kept with the kind (e.g. the configuration hash of the run that wrote it)."""
     return atomic_write_text(Path(directory) / MARKER_NAME,
-                             json.dumps({"written_by": "zoo", "kind": _known(kind)}) + "\n")
+                             json.dumps({"written_by": "zoo", "kind": _known(kind), **record}) + "\n")
+
+
+def marker_record(directory: str | os.PathLike) -> dict:
+    """Everything ``directory``'s marker records (``kind``, and what :func:`write_marker` was
+    given); {} when it has none or it is not a JSON object. Read like the kind: no link
+    followed, no wait on a pipe, bounded."""
+    try:
+        descriptor = os.open(Path(directory) / MARKER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError:
+        return {}
+    try:
+        raw = os.read(descriptor, _MARKER_MAX_BYTES) if stat.S_ISREG(os.fstat(descriptor).st_mode) else b""
+    finally:
+        os.close(descriptor)
+    try:
+        record = json.loads(raw.decode("utf-8"))
+    except ValueError:
+        return {}
+    return record if isinstance(record, dict) else {}
 
 
 def destination_lock(path: Path):
@@ -250,7 +270,7 @@ def remove_stale_staging(directory: Path, older_than: float = STALE_SECONDS) -> 
 
 
 @contextmanager
-def replace_directory(directory: str | os.PathLike, *, kind: str) -> Iterator[Path]:
+def replace_directory(directory: str | os.PathLike, *, kind: str, record: dict | None = None) -> Iterator[Path]:
     """Yield an empty staging directory beside ``directory``; when the block succeeds, the
     staging directory (marked as zoo output of ``kind``) takes ``directory``'s place.
 
@@ -258,7 +278,8 @@ def replace_directory(directory: str | os.PathLike, *, kind: str) -> Iterator[Pa
     removed, so a reader sees the old or the new contents, never a mix, and a crash in
     between leaves both on disk. On any error the staging copy is removed and the old
     ``directory`` is left as it was. A directory zoo did not write, or wrote for another
-    kind, is refused up front (:func:`check_replaceable`).
+    kind, is refused up front (:func:`check_replaceable`). ``record`` is kept in the marker
+    (:func:`write_marker`).
     """
     directory = check_replaceable(directory, kind=kind)
     directory.parent.mkdir(parents=True, exist_ok=True)
@@ -268,7 +289,7 @@ def replace_directory(directory: str | os.PathLike, *, kind: str) -> Iterator[Pa
     try:
         honour_umask(staging, directory=True)
         yield staging
-        write_marker(staging, kind=kind)
+        write_marker(staging, kind=kind, **(record or {}))
         # One swap at a time per destination: concurrent writers (two processes building the
         # same cache entry) take turns, and the last one's output stays, whole.
         with destination_lock(directory):
@@ -321,7 +342,8 @@ def atomic_write(path: str | os.PathLike, save: Callable[[BinaryIO], None], sync
     into place: a reader never sees half a file, and a failure leaves nothing behind. The
     file gets the permissions ``open`` would give it (the umask honoured). With
     ``replace=False`` an existing ``path`` (there before, or appearing meanwhile) is never
-    written over: :class:`UnsafeDestinationError`, and nothing is left behind."""
+    written over: :class:`UnsafeDestinationError`, and nothing is left behind. ``sync``: the
+    file and then its directory are fsynced, so a power cut leaves the old file or the new one."""
     path = Path(path)
     if not replace:
         check_new_file(path)
@@ -342,6 +364,12 @@ def atomic_write(path: str | os.PathLike, save: Callable[[BinaryIO], None], sync
             except FileExistsError:
                 raise UnsafeDestinationError(f"refusing to write over {str(path)!r}: it appeared while zoo wrote it; "
                                              "name a new file") from None
+        if sync:
+            descriptor = os.open(path.parent, os.O_RDONLY)
+            try:
+                os.fsync(descriptor)
+            finally:
+                os.close(descriptor)
     finally:
         if os.path.exists(temporary):
             os.unlink(temporary)

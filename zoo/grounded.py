@@ -53,18 +53,19 @@ class Grounded(L.LightningModule):
         return {key: value for key, value in dict(self.hparams).items()}
 
     def save_pretrained(self, directory: str | os.PathLike, max_shard_bytes: int = MAX_SHARD_BYTES,
-                        weights_dtype: torch.dtype | None = None) -> Path:
+                        weights_dtype: torch.dtype | None = None, record: dict | None = None) -> Path:
         """Write ``config.json`` and the weights (safetensors, shards of at most 16 MiB:
         :mod:`zoo.weights`; floating tensors as ``weights_dtype`` when given, e.g. a float16
         release) to ``directory``.
 
         The files are written into a temporary sibling and moved into place, so an
-        interrupted save never leaves a half-written checkpoint behind.
+        interrupted save never leaves a half-written checkpoint behind. ``record`` is kept in
+        the directory's marker (a training run's configuration hash: which run it came from).
         """
         from zoo.files import replace_directory
 
         directory = Path(directory)
-        with replace_directory(directory, kind="model") as staging:
+        with replace_directory(directory, kind="model", record=record) as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
             save_weights(self, staging, max_shard_bytes, weights_dtype)

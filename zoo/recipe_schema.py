@@ -86,6 +86,14 @@ class Logger(Section):
     mode: Literal["offline", "online"] = "offline"
 
 
+class Resume(Section):
+    """How a rerun into an existing run_dir goes on: the keys it may change (which keys are
+    safe to change is :data:`zoo.run_directory.SAFE_TO_CHANGE`'s to say, checked when the run
+    directory is opened, before anything is written)."""
+
+    allow_changed: list[str]
+
+
 def _precisions() -> tuple:
     """Every precision ``lightning.Trainer`` accepts (its own ``_PRECISION_INPUT``)."""
     from lightning.fabric.connector import _PRECISION_INPUT
@@ -374,6 +382,7 @@ class LightRecipe(Section):
     trainer: Trainer
     checkpoint: Checkpoint
     logger: Logger
+    resume: Resume
 
 
 # ------------------------------------------------------------------------------------ Blocks
@@ -466,6 +475,7 @@ class BlocksRecipe(Section):
     evaluation: Evaluation
     checkpoint: Checkpoint
     logger: Logger
+    resume: Resume
     trainer: Trainer
 
 

@@ -45,7 +45,6 @@ class ResumeCheckpoint(Checkpoint):
         if trainer.global_step == self._last_saved_step and not force:
             return
         self._last_saved_step = trainer.global_step
-        staging = self.path.with_name(f".{self.path.name}.partial")
-        trainer.save_checkpoint(staging, weights_only=False)  # everything a resumed run needs
-        if trainer.is_global_zero:
-            os.replace(staging, self.path)  # never a half-written last.ckpt
+        # everything a resumed run needs; never half-written: the run's CheckpointIO
+        # (zoo.checkpoint_io.AtomicCheckpointIO) stages beside the file, fsyncs and renames
+        trainer.save_checkpoint(self.path, weights_only=False)

@@ -16,12 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import torch
+from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.reward import RewardConfig
 from zoo.callbacks import ContextualBanditLoop, DQNLoop, ExpertLoop
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
+from zoo.callbacks.run_legs import RunLegs
 from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
     checkpointing,
@@ -33,8 +35,10 @@ from zoo.experiment import (
     resume_path,
     start_run,
 )
+from zoo.files import marker_record
 from zoo.models.blocks import BlocksDagger, BlocksDQN, BlocksPlanner, BlocksPolicy, BlocksSupervised, objective_class
 from zoo.models.blocks.policy import load_training_checkpoint
+from zoo.run_directory import RunDirectory, config_sha256, identity, one_line_write_errors, stage_sha256, take_stage
 
 DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
 """The recipe's YAML in a clone of the repository (``recipes/`` is not part of the wheel)."""
@@ -76,9 +80,12 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
 
 
 def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
-        extra_callbacks: list = (), max_epochs: int | None = None) -> BlocksPolicy:
-    """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained."""
-    callbacks = [*extra_callbacks, TrainClock(), *evaluation_callbacks(config, datamodule, run_dir),
+        extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None) -> BlocksPolicy:
+    """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained,
+    its marker keeping ``record`` (the configuration hash it came from). A rerun that trains
+    nothing leaves an export of the same configuration as it is."""
+    legs = RunLegs(config.data.batch_size)
+    callbacks = [*extra_callbacks, TrainClock(), legs, *evaluation_callbacks(config, datamodule, run_dir),
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
     trainer_config = config.trainer.copy()
     if max_epochs is not None:
@@ -91,15 +98,30 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
     if best:
         state = load_run_checkpoint(best, run_dir)["state_dict"]
         policy.load_state_dict(state)
-    if trainer.is_global_zero:
-        policy.save_pretrained(run_dir / "pretrained")
+    exported = record is not None and marker_record(run_dir / "pretrained").get("config_sha256") == record["config_sha256"]
+    if trainer.is_global_zero and (legs.trained_here or not exported):
+        policy.save_pretrained(run_dir / "pretrained", record=record)
         log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
+    elif trainer.is_global_zero:
+        log.info("the run in %s had finished with this configuration; its export is unchanged", run_dir)
     trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
     return policy
 
 
 def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlocksPolicy:
     return BlocksSupervised(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
+
+
+WARMUP_EXCLUDED = ("method", "bandit", "dqn", "dagger", "trainer.max_epochs")
+"""What does not determine the supervised warm-up (the RL stage's settings, the RL schedule's length)."""
+
+
+def warmup_sha256(config: DictConfig) -> str:
+    """The warm-up's identity: every setting it is trained from (seed, data, model sizes,
+    supervised settings, trainer, evaluation) and its number of epochs; changing any of them
+    means another warm-up."""
+    return config_sha256({"settings": stage_sha256(identity(config), WARMUP_EXCLUDED),
+                          "warmup_epochs": config.bandit.warmup_epochs})
 
 
 def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksPolicy:
@@ -133,9 +155,13 @@ def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) 
         policy = match_previous_action_input(policy, config.model.use_previous_action, config.seed)
     elif bandit.warmup_epochs > 0:
         warmup_dir = run_dir / "warmup"
-        if not (warmup_dir / "pretrained").is_dir():
+        stage = warmup_sha256(config)
+        if rank_zero_only.rank == 0:
+            take_stage(warmup_dir, stage, "the supervised warm-up")
+        if marker_record(warmup_dir / "pretrained").get("config_sha256") != stage:  # reused only when it is this one
             steps = make_datamodule(config, mode="steps")
-            fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs)
+            fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs,
+                record={"config_sha256": stage})
         policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **overrides)
     else:
         return objective(vocabulary, **{**config.model, **overrides})
@@ -182,15 +208,25 @@ def main(argv: list[str], extra_callbacks: list = (),
     config = load_config(default_config, argv)
     if config.method not in ("supervised", "planner", "dagger", *RL_METHODS):
         raise SystemExit(f"method must be supervised, planner, dagger, bandit, reinforce or dqn; got {config.method!r}")
-    run_dir = start_run(config)
+    run_directory = start_run(config)
+    try:
+        with one_line_write_errors(run_directory.path):
+            return _main(config, run_directory, list(extra_callbacks))
+    finally:
+        run_directory.close()
+
+
+def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list) -> int:
+    run_dir, record = run_directory.path, run_directory.record()
     if config.method == "supervised":
         datamodule = make_datamodule(config, mode="steps")
-        fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=extra_callbacks,
+            record=record)
         return 0
     if config.method == "planner":
         datamodule = make_datamodule(config, mode="targets")
         policy = BlocksPlanner(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
-        fit(config, policy, datamodule, run_dir, extra_callbacks=list(extra_callbacks))
+        fit(config, policy, datamodule, run_dir, extra_callbacks=extra_callbacks, record=record)
         return 0
     if config.method == "dagger":
         datamodule = make_datamodule(config, mode="episodes")
@@ -201,7 +237,7 @@ def main(argv: list[str], extra_callbacks: list = (),
                           beta_start=dagger.beta_start, beta_decay=dagger.beta_decay, beta_end=dagger.beta_end,
                           policy_actions=dagger.policy_actions, replay_size=dagger.replay_size,
                           batch_size=dagger.batch_size, updates_per_rollout=dagger.updates_per_rollout)
-        fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
+        fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks], record=record)
         return 0
     datamodule = make_datamodule(config, mode="episodes")
     policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)
@@ -215,5 +251,5 @@ def main(argv: list[str], extra_callbacks: list = (),
     else:
         loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
                                     demo_cache=datamodule.demos)
-    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks])
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks], record=record)
     return 0
