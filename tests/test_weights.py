@@ -1,10 +1,13 @@
-"""Weights are safetensors shards of at most 16 MiB (a size limit, not a format change): a
-model too big for one shard round-trips through several, tied tensors stay tied, and a damaged
-set of files is a one-line error."""
+"""Weights are saved in the Hugging Face layout (whole tensors named by their ``state_dict``
+keys, sharded at ``max_shard_size`` as transformers takes it) that plain safetensors and
+transformers' sharded loader read; a model too big for one shard round-trips through several,
+tied tensors stay tied, releases in the older ``#part`` layout still load with a deprecation
+notice, and a damaged set of files is a one-line error."""
 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 
@@ -13,7 +16,7 @@ import torch
 
 from zoo.grounded import Grounded
 from zoo.models.blocks import BlocksSupervised
-from zoo.weights import INDEX_FILE, SINGLE_FILE, load_weights, save_weights, weight_files
+from zoo.weights import INDEX_FILE, SINGLE_FILE, load_weights, save_weights, shard_size_bytes, weight_files
 
 
 def tiny_policy() -> BlocksSupervised:
@@ -24,7 +27,7 @@ def tiny_policy() -> BlocksSupervised:
 
 def test_a_model_larger_than_a_shard_is_saved_in_several_and_loads_identically(tmp_path):
     policy = tiny_policy()
-    policy.save_pretrained(tmp_path / "policy", max_shard_bytes=20_000)
+    policy.save_pretrained(tmp_path / "policy", max_shard_size=20_000)
     files = weight_files(tmp_path / "policy")
     assert len(files) > 1 and all(f.stat().st_size <= 20_000 + 4096 for f in files)
     assert (tmp_path / "policy" / INDEX_FILE).is_file() and not (tmp_path / "policy" / SINGLE_FILE).exists()
@@ -52,7 +55,7 @@ class Tied(torch.nn.Module):
 
 def test_tied_tensors_are_stored_once_and_come_back_tied(tmp_path):
     model = Tied()
-    save_weights(model, tmp_path, max_shard_bytes=10_000)
+    save_weights(model, tmp_path, max_shard_size=10_000)
     stored = json.loads((tmp_path / INDEX_FILE).read_text())["weight_map"]
     assert len({"encoder.weight", "decoder.weight"} & {name.split("#")[0] for name in stored}) == 1
     fresh = Tied()
@@ -62,7 +65,7 @@ def test_tied_tensors_are_stored_once_and_come_back_tied(tmp_path):
 
 
 def test_a_missing_shard_or_an_index_pointing_elsewhere_is_one_line(tmp_path):
-    tiny_policy().save_pretrained(tmp_path / "policy", max_shard_bytes=20_000)
+    tiny_policy().save_pretrained(tmp_path / "policy", max_shard_size=20_000)
     weight_files(tmp_path / "policy")[-1].unlink()
     with pytest.raises(FileNotFoundError, match="lacks the shard"):
         Grounded.from_pretrained(tmp_path / "policy")
@@ -94,33 +97,123 @@ class BigEmbedding(torch.nn.Module):
         self.norm = torch.nn.LayerNorm(16)
 
 
-def test_a_tensor_larger_than_a_shard_is_stored_in_row_blocks_under_the_limit(tmp_path):
-    from zoo.weights import weight_shapes
+def test_a_tensor_larger_than_max_shard_size_lands_whole_in_a_shard_of_its_own(tmp_path):
+    from safetensors.torch import load_file
 
     torch.manual_seed(0)
     model = BigEmbedding()
-    save_weights(model, tmp_path, max_shard_bytes=20_000)
-    files = weight_files(tmp_path)
-    assert len(files) >= 4 and all(f.stat().st_size <= 20_000 + 1024 for f in files)  # a header's worth of slack
+    save_weights(model, tmp_path, max_shard_size=20_000)
     stored = json.loads((tmp_path / INDEX_FILE).read_text())["weight_map"]
-    blocks = sorted(name for name in stored if name.startswith(("embed.weight#", "out.weight#")))
-    assert len(blocks) == 4 and blocks[0].endswith("#part0of4")  # 16,000-byte blocks; the tied pair stored once
-    assert weight_shapes(tmp_path)[blocks[0].split("#")[0]] == (1000, 16)
+    assert not any("#" in name for name in stored)
+    embedding = ({"embed.weight", "out.weight"} & set(stored)).pop()  # the tied pair is stored once
+    shard = load_file(str(tmp_path / stored[embedding]))
+    assert list(shard) == [embedding] and shard[embedding].shape == (1000, 16)  # 64,000 bytes, alone
     fresh = BigEmbedding()
     load_weights(fresh, tmp_path)
     assert fresh.out.weight is fresh.embed.weight
     torch.testing.assert_close(fresh.embed.weight, model.embed.weight, rtol=0, atol=0)
 
 
-def test_a_missing_row_block_is_one_line(tmp_path):
-    from safetensors.torch import load_file, save_file
+def test_the_shards_are_plain_safetensors_of_whole_tensors_named_by_the_state_dict(tmp_path):
+    from safetensors.torch import load_file
 
-    save_weights(BigEmbedding(), tmp_path, max_shard_bytes=20_000)
-    stored = json.loads((tmp_path / INDEX_FILE).read_text())["weight_map"]
-    name = next(n for n in stored if n.endswith("#part1of4"))
-    shard = tmp_path / stored[name]
-    tensors = {k: v for k, v in load_file(str(shard)).items() if k != name}
-    save_file(tensors, str(shard), metadata={"format": "pt"})
+    policy = tiny_policy()
+    policy.save_pretrained(tmp_path / "policy", max_shard_size="20KB")  # 20,000 bytes, as huggingface_hub reads it
+    index = json.loads((tmp_path / "policy" / INDEX_FILE).read_text())
+    shards = sorted(set(index["weight_map"].values()))
+    assert shards == [f"model-{i:05d}-of-{len(shards):05d}.safetensors" for i in range(1, len(shards) + 1)]
+    assert len(shards) > 1
+    tensors = {}
+    for name in shards:
+        tensors.update(load_file(str(tmp_path / "policy" / name)))
+    expected = policy.state_dict()
+    assert set(tensors) == set(index["weight_map"]) == set(expected)
+    for name, tensor in expected.items():
+        assert torch.equal(tensors[name], tensor), name
+
+
+def test_transformers_sharded_loader_reads_a_zoo_checkpoint_into_the_same_module(tmp_path):
+    from transformers.trainer_utils import load_sharded_checkpoint
+
+    policy = tiny_policy()
+    policy.save_pretrained(tmp_path / "policy", max_shard_size=20_000)
+    torch.manual_seed(1)
+    fresh = BlocksSupervised(["<pad>", "<unk>", "move"], embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4,
+                             hidden_dim=8)
+    assert not torch.equal(fresh.state_dict()["image.project.weight"], policy.state_dict()["image.project.weight"])
+    result = load_sharded_checkpoint(fresh, tmp_path / "policy", strict=True)
+    assert not result.missing_keys and not result.unexpected_keys
+    for name, tensor in policy.state_dict().items():
+        assert torch.equal(fresh.state_dict()[name], tensor), name
+
+
+@pytest.mark.parametrize("size, expected", [(20_000, 20_000), ("20KB", 20_000), ("5GB", 5 * 10**9),
+                                            ("1.5MB", 1_500_000)])
+def test_max_shard_size_takes_bytes_or_a_size_the_way_transformers_does(size, expected):
+    assert shard_size_bytes(size) == expected
+
+
+@pytest.mark.parametrize("size", ["20 parsecs", "GB", 0, -5, 2.5, True])
+def test_a_bad_max_shard_size_is_a_one_line_error(size, tmp_path):
+    with pytest.raises(ValueError) as error:
+        save_weights(tiny_policy(), tmp_path, max_shard_size=size)
+    assert "\n" not in str(error.value)
+
+
+def write_row_block_release(model: torch.nn.Module, directory, rows: int) -> dict[str, str]:
+    """``model``'s weights in the layout older releases used: tensors of more than ``rows``
+    rows split into ``NAME#partIofN`` blocks, one shard per block; returns the weight map."""
+    from safetensors.torch import save_file
+
+    stored: dict[str, torch.Tensor] = {}
+    seen: set[int] = set()
+    for name, tensor in model.state_dict().items():
+        if tensor.data_ptr() in seen:  # tied: stored once
+            continue
+        seen.add(tensor.data_ptr())
+        if tensor.dim() and tensor.shape[0] > rows:
+            blocks = tensor.split(rows)
+            stored.update({f"{name}#part{i}of{len(blocks)}": block.clone() for i, block in enumerate(blocks)})
+        else:
+            stored[name] = tensor.clone()
+    names = sorted(stored)
+    weight_map = {}
+    for number, name in enumerate(names, start=1):
+        shard = f"model-{number:05d}-of-{len(names):05d}.safetensors"
+        save_file({name: stored[name].contiguous()}, str(directory / shard), metadata={"format": "pt"})
+        weight_map[name] = shard
+    (directory / INDEX_FILE).write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    return weight_map
+
+
+def test_a_row_block_release_still_loads_and_says_once_that_the_layout_is_deprecated(tmp_path, caplog):
+    from zoo.weights import weight_shapes
+
+    torch.manual_seed(0)
+    model = BigEmbedding()
+    write_row_block_release(model, tmp_path, rows=250)
+    assert weight_shapes(tmp_path)["embed.weight"] == (1000, 16)
+    fresh = BigEmbedding()
+    with caplog.at_level(logging.WARNING, logger="zoo.weights"):
+        load_weights(fresh, tmp_path)
+    notices = [r for r in caplog.records if "#part" in r.getMessage()]
+    assert len(notices) == 1 and "deprecated" in notices[0].getMessage()
+    assert fresh.out.weight is fresh.embed.weight
+    torch.testing.assert_close(fresh.embed.weight, model.embed.weight, rtol=0, atol=0)
+
+
+def test_a_standard_release_loads_without_the_deprecation_notice(tmp_path, caplog):
+    save_weights(BigEmbedding(), tmp_path, max_shard_size=20_000)
+    with caplog.at_level(logging.WARNING, logger="zoo.weights"):
+        load_weights(BigEmbedding(), tmp_path)
+    assert not [r for r in caplog.records if "#part" in r.getMessage()]
+
+
+def test_a_missing_row_block_is_one_line(tmp_path):
+    weight_map = write_row_block_release(BigEmbedding(), tmp_path, rows=250)
+    name = next(n for n in weight_map if n.endswith("#part1of4"))
+    (tmp_path / weight_map.pop(name)).unlink()
+    (tmp_path / INDEX_FILE).write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
     with pytest.raises(ValueError, match="3 of the 4 blocks"):
         load_weights(BigEmbedding(), tmp_path)
 

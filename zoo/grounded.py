@@ -18,7 +18,7 @@ import torch
 
 from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
 from zoo.safe_json import read_json
-from zoo.weights import MAX_SHARD_BYTES, check_against_weights, load_weights, save_weights
+from zoo.weights import DEFAULT_MAX_SHARD_SIZE, check_against_weights, load_weights, save_weights
 
 __all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "read_checkpoint_config", "refuse_remote_code"]
 
@@ -52,9 +52,10 @@ class Grounded(L.LightningModule):
         """The constructor arguments that rebuild this model (its saved hyper-parameters)."""
         return {key: value for key, value in dict(self.hparams).items()}
 
-    def save_pretrained(self, directory: str | os.PathLike, max_shard_bytes: int = MAX_SHARD_BYTES,
+    def save_pretrained(self, directory: str | os.PathLike, max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE,
                         weights_dtype: torch.dtype | None = None, record: dict | None = None) -> Path:
-        """Write ``config.json`` and the weights (safetensors, shards of at most 16 MiB:
+        """Write ``config.json`` and the weights (safetensors in the Hugging Face layout, shards
+        of at most ``max_shard_size``, bytes or a size such as ``"5GB"``, as transformers takes it:
         :mod:`zoo.weights`; floating tensors as ``weights_dtype`` when given, e.g. a float16
         release) to ``directory``.
 
@@ -68,7 +69,7 @@ class Grounded(L.LightningModule):
         with replace_directory(directory, kind="model", record=record) as staging:
             payload = {"model_class": type(self).__name__, "config": self.config()}
             (staging / CONFIG_NAME).write_text(json.dumps(payload, indent=2, sort_keys=True) + "\n")
-            save_weights(self, staging, max_shard_bytes, weights_dtype)
+            save_weights(self, staging, max_shard_size, weights_dtype)
             self.save_extra_files(staging)
         return directory
 

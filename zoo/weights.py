@@ -1,21 +1,25 @@
-"""Model weights on disk: safetensors, in shards of at most 16 MiB.
+"""Model weights on disk, in the Hugging Face layout: ``model.safetensors`` when the weights
+fit in one shard, else ``model-0000K-of-0000N.safetensors`` plus ``model.safetensors.index.json``,
+written by ``huggingface_hub.save_torch_state_dict``. Every stored tensor is whole and named by
+its ``state_dict`` key, so ``safetensors.torch.load_file`` over the shards, transformers'
+sharded loader and the Hub's file viewer all read a zoo checkpoint as they read any other.
+Nothing is unpickled.
 
-Shards keep every file of a release small enough to move through size-limited channels
-(a device machine hands back files of at most 16 MiB; some hosts cap uploads) and let a
-download resume file by file. The layout is the Hugging Face one: ``model.safetensors`` when
-the weights fit in one shard, else ``model-0000K-of-0000N.safetensors`` plus
-``model.safetensors.index.json``, written by ``huggingface_hub``; reading is plain
-``safetensors``, so older single files load too. Nothing is unpickled. Tied parameters (one
-tensor under two names) are stored once.
+``max_shard_size`` is taken as transformers takes it: bytes as an int, or a string such as
+``"5GB"`` or ``"500MB"`` (decimal units, parsed by huggingface_hub); the default is
+huggingface_hub's, ``"5GB"``. A tensor larger than the limit gets a shard of its own. Tied
+parameters (one tensor under two names) are stored once, under the name huggingface_hub keeps,
+and come back tied. Weights may be stored in a smaller float type (``dtype``: a release in
+float16 is half the download); they load into the model's own precision.
 
-A tensor larger than a shard (a 30k-word embedding is 47 MB in float32) is stored in row
-blocks named ``NAME#partIofN``, each under the limit, and put back together on load. Weights
-may be stored in a smaller float type (``dtype``: a release in float16 is half the download);
-they load into the model's own precision.
+Older releases split a tensor larger than a shard into row blocks named ``NAME#partIofN``.
+They still load, with a deprecation notice (``tools/rewrite_release.py`` rewrites such a
+release into the standard layout); zoo stops reading them in its next minor release.
 """
 
 from __future__ import annotations
 
+import logging
 import math
 import re
 from contextlib import contextmanager
@@ -25,62 +29,68 @@ import torch
 
 from zoo.safe_json import read_json
 
-MAX_SHARD_BYTES = 16 * 1024 * 1024
+log = logging.getLogger(__name__)
+
+DEFAULT_MAX_SHARD_SIZE = "5GB"
+"""huggingface_hub's own default for ``save_torch_state_dict``."""
 SINGLE_FILE = "model.safetensors"
 INDEX_FILE = "model.safetensors.index.json"
 FILENAME_PATTERN = "model{suffix}.safetensors"
 PART = re.compile(r"^(?P<name>.+)#part(?P<index>\d+)of(?P<count>\d+)$")
-"""A row block of a tensor too large for one shard."""
+"""A row block of a tensor, as releases before the standard layout stored large tensors."""
 
 
-def save_weights(model: torch.nn.Module, directory: Path, max_shard_bytes: int = MAX_SHARD_BYTES,
+def shard_size_bytes(max_shard_size: int | str) -> int:
+    """``max_shard_size`` in bytes: an int as it is, a string (``"5GB"``, ``"200MB"``, ``"1.5GB"``)
+    through huggingface_hub's parser, the one transformers' ``save_pretrained`` relies on."""
+    from huggingface_hub.serialization._base import parse_size_to_int
+
+    if isinstance(max_shard_size, bool) or not isinstance(max_shard_size, (int, str)):
+        raise ValueError(f"max_shard_size takes bytes (an int) or a size such as '5GB', got {max_shard_size!r}")
+    size = parse_size_to_int(max_shard_size) if isinstance(max_shard_size, str) else max_shard_size
+    if size <= 0:
+        raise ValueError(f"max_shard_size must be positive, got {max_shard_size!r}")
+    return size
+
+
+def save_weights(model: torch.nn.Module, directory: Path, max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE,
                  dtype: torch.dtype | None = None) -> list[Path]:
-    """Write ``model``'s weights into ``directory`` (floating tensors as ``dtype`` when given);
-    returns the files written."""
+    """Write ``model``'s weights into ``directory`` in the Hugging Face layout (floating
+    tensors as ``dtype`` when given); returns the files written."""
     from huggingface_hub import save_torch_state_dict
 
     from zoo.files import honour_umask
 
-    state = storable_state(model.state_dict(), max_shard_bytes, dtype)
-    save_torch_state_dict(state, directory, max_shard_size=max_shard_bytes, filename_pattern=FILENAME_PATTERN)
+    limit = shard_size_bytes(max_shard_size)
+    save_torch_state_dict(storable_state(model.state_dict(), dtype), directory, max_shard_size=limit,
+                          filename_pattern=FILENAME_PATTERN)
     files = weight_files(directory)
     for path in files:  # safetensors writes 0600; a release is read by others
         honour_umask(path, directory=False)
     return files
 
 
-def storable_state(state: dict[str, torch.Tensor], max_bytes: int, dtype: torch.dtype | None = None
-                   ) -> dict[str, torch.Tensor]:
-    """``state`` as it is written: tied tensors still shared (huggingface_hub keeps one of
-    them), floating tensors in ``dtype``, and tensors over ``max_bytes`` in row blocks."""
+def storable_state(state: dict[str, torch.Tensor], dtype: torch.dtype | None = None) -> dict[str, torch.Tensor]:
+    """``state`` as it is written: whole tensors under their ``state_dict`` names, floating ones
+    in ``dtype``, tied ones still sharing one tensor (huggingface_hub stores one of them)."""
     out: dict[str, torch.Tensor] = {}
     converted: dict[tuple, torch.Tensor] = {}
-    split_done: set[tuple] = set()
     for name, tensor in state.items():
         tensor = tensor.detach()
-        key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride()) if tensor.numel() else None
         if dtype is not None and tensor.is_floating_point() and tensor.dtype != dtype:
-            if key is None:  # empty: nothing to share
+            if not tensor.numel():  # empty: nothing to share
                 tensor = tensor.to(dtype)
             else:  # tied names get one converted tensor, so they stay one stored tensor
+                key = (tensor.data_ptr(), tuple(tensor.shape), tensor.stride())
                 if key not in converted:
                     converted[key] = tensor.to(dtype)
                 tensor = converted[key]
-        if tensor.dim() == 0 or tensor.numel() * tensor.element_size() <= max_bytes:
-            out[name] = tensor
-            continue
-        if key in split_done:  # tied to a tensor already stored in blocks: loads through the tie
-            continue
-        split_done.add(key)
-        row_bytes = tensor[0].numel() * tensor.element_size()
-        blocks = tensor.split(max(1, max_bytes // max(row_bytes, 1)))
-        for index, block in enumerate(blocks):
-            out[f"{name}#part{index}of{len(blocks)}"] = block.clone()  # own storage: not "shared"
+        out[name] = tensor
     return out
 
 
 def join_parts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
-    """The row blocks of :func:`storable_state` put back into whole tensors."""
+    """Row blocks (``NAME#partIofN``, the layout of older releases) put back into whole tensors."""
     parts: dict[str, dict[int, torch.Tensor]] = {}
     counts: dict[str, int] = {}
     whole = {}
@@ -97,6 +107,11 @@ def join_parts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
             raise ValueError(f"the weights hold {len(blocks)} of the {counts[name]} blocks of {name}")
         whole[name] = torch.cat([blocks[i] for i in range(counts[name])])
     return whole
+
+
+def has_row_blocks(state: dict[str, torch.Tensor]) -> bool:
+    """Whether ``state`` holds any ``#part`` row block (a release in the old layout)."""
+    return any(PART.match(key) for key in state)
 
 
 def weight_files(directory: Path) -> list[Path]:
@@ -153,6 +168,9 @@ def load_weights(model: torch.nn.Module, directory: Path, device: str | torch.de
         if not path.is_file():
             raise FileNotFoundError(f"{directory} lacks the shard {path.name}")
         state.update(load_file(str(path), device=str(device)))
+    if has_row_blocks(state):
+        log.warning("%s stores tensors in '#part' row blocks, a deprecated layout zoo stops reading in its next "
+                    "minor release: rewrite it with tools/rewrite_release.py", directory)
     result = model.load_state_dict(join_parts(state), strict=False)
     missing, unexpected = set(result.missing_keys), set(result.unexpected_keys)
     missing -= tied_to_loaded(model, missing)
