@@ -31,6 +31,20 @@ class WeightsDigest(L.Callback):
         (run_dir / f"rank{trainer.global_rank}.json").write_text(json.dumps({"weights": digest.hexdigest()}))
 
 
+def assert_no_unlabelled_duplicates(output: str, result: str) -> None:
+    """Two ranks share one terminal: a line printed by both must say which rank printed it,
+    and the progress, estimates and results (the line starting with ``result``) come from
+    rank 0 alone; the other ranks keep to warnings."""
+    from collections import Counter
+
+    lines = [line for line in output.splitlines() if line.strip()]
+    repeated = [line for line, count in Counter(lines).items() if count > 1 and not line.startswith("[rank ")]
+    assert not repeated, repeated
+    under_ddp = [line for line in lines if line.startswith("[rank ")]
+    assert under_ddp and all(line.startswith("[rank 0] ") for line in under_ddp if "warning" not in line), under_ddp
+    assert any(line.startswith(f"[rank 0] {result}") for line in under_ddp), under_ddp
+
+
 if __name__ == "__main__":
     kind, overrides = sys.argv[1], sys.argv[2:]
     if kind == "light":

@@ -201,3 +201,48 @@ def test_a_mean_baseline_leaves_only_the_entropy_term_when_every_reward_is_equal
         torch.testing.assert_close(policy.rollout_loss(rollout), entropy_only)
         policy.hparams.reward_baseline = "none"
         assert policy.rollout_loss(rollout) > entropy_only  # -0.7·log p > 0 for every step
+
+
+def test_data_limit_keeps_the_first_examples_of_each_named_split():
+    sizes = {"train": 20, "dev": 6, "test": 2}
+    whole = BlocksDataModule(source="procedural", procedural_sizes=sizes)
+    whole.setup()
+    limited = BlocksDataModule(source="procedural", procedural_sizes=sizes, limit={"train": 3, "dev": 2})
+    limited.setup()
+    def names(examples):
+        return [(e.transition.episode_id, e.instruction) for e in examples]
+
+    assert names(limited.train_examples) == names(whole.train_examples[:3])
+    assert names(limited.dev_examples) == names(whole.dev_examples[:2])
+    assert names(limited.tuning_examples) == names(whole.tuning_examples)  # not named: whole
+    assert len(limited.train_dataloader().dataset) < len(whole.train_dataloader().dataset)
+    every = BlocksDataModule(source="procedural", procedural_sizes=sizes, limit=1)
+    every.setup()
+    assert (len(every.train_examples), len(every.tuning_examples), len(every.dev_examples)) == (1, 1, 1)
+
+
+def test_a_bad_data_limit_is_refused_in_one_line():
+    import pytest
+
+    with pytest.raises(ValueError, match=r"^limit: unknown split 'valid' \(train, tuning, dev\)"):
+        BlocksDataModule(source="procedural", limit={"valid": 3})
+    with pytest.raises(ValueError, match=r"^limit: dev must be a positive integer, got 0$"):
+        BlocksDataModule(source="procedural", limit={"dev": 0})
+
+
+def test_the_recipe_takes_data_limit_and_checks_its_range():
+    from pathlib import Path
+
+    import pytest
+
+    from zoo.experiment import load_config
+    from zoo.recipe_schema import RecipeConfigError
+
+    recipe = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.yaml"
+    config = load_config(recipe, ["data.limit={train: 40, dev: 10}"])
+    assert dict(config.data.limit) == {"train": 40, "dev": 10}
+    assert load_config(recipe, ["data.limit=5"]).data.limit == 5
+    with pytest.raises(RecipeConfigError, match="data.limit"):
+        load_config(recipe, ["data.limit={train: 0}"])
+    with pytest.raises(RecipeConfigError, match="data.limit"):
+        load_config(recipe, ["data.limit={test: 3}"])

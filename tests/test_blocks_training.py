@@ -178,6 +178,9 @@ def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
     ranks = [json.loads((run_dir / f"rank{r}.json").read_text()) for r in range(2)]
     assert ranks[0]["weights"] == ranks[1]["weights"]
     assert (run_dir / "pretrained" / "model.safetensors").is_file()
+    from ddp_check import assert_no_unlabelled_duplicates
+
+    assert_no_unlabelled_duplicates(completed.stdout + completed.stderr, result="exported best policy")
 
 
 def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):

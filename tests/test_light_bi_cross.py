@@ -257,6 +257,9 @@ def test_two_process_ddp_agrees_with_one_process(backbone, tmp_path):
     completed = subprocess.run(command, env=env, cwd=tmp_path, timeout=600, capture_output=True, text=True)
     assert completed.returncode == 0, completed.stderr[-2000:]
     assert completed.stderr.count("generating LIGHT-sim") == 1, completed.stderr[-2000:]
+    from ddp_check import assert_no_unlabelled_duplicates
+
+    assert_no_unlabelled_duplicates(completed.stdout + completed.stderr, result="results: ")
     (corpus,) = [p for p in (cache / "light" / "sim").iterdir() if p.is_dir()]
     assert (corpus / "sim_manifest.json").is_file()
     ranks = [json.loads((run_dir / f"rank{r}.json").read_text()) for r in range(2)]

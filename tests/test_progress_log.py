@@ -56,3 +56,60 @@ def test_validation_and_test_passes_leave_lines_too_one_per_set_when_done(caplog
     for index in range(3):
         callback.on_validation_batch_end(trainer, module, None, None, index)
     assert len(caplog.messages) == 1 and caplog.messages[0].startswith("validation: 3 batches done in")
+
+
+def test_the_estimate_counts_the_steps_trainer_max_steps_leaves_not_the_epochs(caplog):
+    """``trainer.max_steps=20`` on a 20-epoch recipe: 18 steps left after the second batch, not
+    the epochs' thousands, and the plan says where the run ends."""
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, module = ProgressLog(every_n_steps=1000, estimate_after_s=0.0, lines=False), object()
+    trainer = fake_trainer(batches=11_000, epochs=20)
+    trainer.max_steps, trainer.global_step = 20, 0
+    callback.on_train_start(trainer, module)
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(2):
+        trainer.global_step += 1  # Lightning calls on_train_batch_end after the optimizer step
+        callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
+    plan, estimate = caplog.messages
+    assert plan.endswith("20 epoch(s) to go, or until step 20 (trainer.max_steps; 20 to go) (epoch 0 of 20)")
+    assert "the 18 training steps left take about" in estimate
+
+
+def test_a_batch_of_several_optimizer_steps_counts_as_one_batch_towards_max_steps(caplog):
+    """A bandit batch of 4 episodes makes 4 optimizer steps: 40 steps to go are 10 batches."""
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, module = ProgressLog(every_n_steps=1000, estimate_after_s=0.0, lines=False), object()
+    trainer = fake_trainer(batches=1000, epochs=5)
+    trainer.max_steps, trainer.global_step = 48, 0
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(2):  # steps 4 and 8 after the two batches
+        trainer.global_step += 4
+        callback.on_train_batch_end(trainer, module, None, {"episodes": [0] * 4}, index)
+    (estimate,) = caplog.messages
+    assert "the 10 training steps left take about" in estimate
+
+
+def test_progress_lines_count_down_to_max_steps_when_it_ends_the_run_first(caplog):
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, module = ProgressLog(every_n_steps=10, estimate_after_s=1e9), object()
+    trainer = fake_trainer(batches=11_000, epochs=20)
+    trainer.max_steps, trainer.global_step = 60, 0
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(20):
+        trainer.global_step += 1
+        callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
+    lines = [m for m in caplog.messages if m.startswith("epoch 0 step")]
+    assert len(lines) == 2 and all("left to max_steps" in line for line in lines)
+
+
+def test_only_rank_zero_prints_progress(caplog):
+    caplog.set_level(logging.INFO, logger="zoo.progress")
+    callback, module = ProgressLog(every_n_steps=1, estimate_after_s=0.0), object()
+    trainer = fake_trainer()
+    trainer.is_global_zero = False
+    callback.on_train_start(trainer, module)
+    callback.on_train_epoch_start(trainer, module)
+    for index in range(3):
+        callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
+    callback.on_train_epoch_end(trainer, module)
+    assert caplog.messages == []

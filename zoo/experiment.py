@@ -277,6 +277,7 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
     appended to ``run_dir/metrics.jsonl``; checkpoints written whole or not at all
     (:class:`zoo.checkpoint_io.AtomicCheckpointIO`)."""
     from zoo.callbacks.epoch_metrics import EpochMetricsFile
+    from zoo.callbacks.final_validation import ValidateAtMaxSteps
     from zoo.callbacks.progress_log import ProgressLog
     from zoo.checkpoint_io import AtomicCheckpointIO
 
@@ -288,7 +289,7 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
     terminal = sys.stderr.isatty()
-    callbacks = [*callbacks, ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
+    callbacks = [*callbacks, ValidateAtMaxSteps(), ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
                  EpochMetricsFile(run_dir)]  # curves and tables without W&B: run_dir/metrics.jsonl
     if not terminal:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)

@@ -395,6 +395,7 @@ class BlocksData(Section):
     replay_capacity: Count
     num_workers: Annotated[int, Field(ge=0, le=256)]
     procedural_sizes: Optional[dict[Literal["train", "dev", "test"], Count]]
+    limit: Optional[Union[Count, dict[Literal["train", "tuning", "dev"], Optional[Count]]]] = None
 
 
 class BlocksModel(Section):

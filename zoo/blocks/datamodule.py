@@ -9,7 +9,7 @@ the whole batch at once, instead of stored: the train split has ~180k steps, 7.5
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Mapping, Sequence
 
 import lightning as L
 import numpy as np
@@ -26,6 +26,10 @@ SUPERVISED_SCHEDULES = ("epoch", "replay")
 """``epoch``: every demonstration step once per epoch, shuffled, in batches of ``batch_size``;
 ``replay``: the original trainer's (spec §6.4), one batch per demonstration episode drawn
 from a memory of the last ``replay_capacity`` steps."""
+
+LIMITED_SPLITS = ("train", "tuning", "dev")
+"""What ``limit`` can shorten: the training examples, the tuning examples held out of the
+train split (the model-selection set), and dev."""
 
 
 @dataclass
@@ -107,6 +111,24 @@ class StepCollator:
         }
 
 
+def check_limit(limit) -> None:
+    """Raise ValueError (one line) unless ``limit`` is None, a positive integer, or a mapping
+    from names in :data:`LIMITED_SPLITS` to positive integers or None."""
+    def positive(value) -> bool:
+        return isinstance(value, int) and not isinstance(value, bool) and value >= 1
+
+    if limit is None or positive(limit):
+        return
+    if not isinstance(limit, Mapping):
+        raise ValueError(f"limit must be a positive integer or {{train: N, tuning: N, dev: N}}, got {limit!r}")
+    for split, size in limit.items():
+        if split not in LIMITED_SPLITS:
+            raise ValueError(f"limit: unknown split {split!r} ({', '.join(LIMITED_SPLITS)}); write {{train: 40}} "
+                             f"with a space after the colon")
+        if size is not None and not positive(size):
+            raise ValueError(f"limit: {split} must be a positive integer, got {size!r}")
+
+
 def _board_at(start: np.ndarray, demo: Demonstration, step: int) -> np.ndarray:
     """The board before demonstration action ``step``: only the planned block has moved."""
     board = start.copy()
@@ -121,7 +143,9 @@ class BlocksDataModule(L.LightningDataModule):
     the cache, or a download with ``download=True``) and procedural boards otherwise;
     ``"real"`` insists on the release; ``"procedural"`` always generates boards
     (``procedural_sizes`` sets the transitions per split). ``supervised_schedule`` picks how
-    demonstration steps are batched (:data:`SUPERVISED_SCHEDULES`).
+    demonstration steps are batched (:data:`SUPERVISED_SCHEDULES`). ``limit``: keep only the
+    first N examples of each of :data:`LIMITED_SPLITS` (quick runs), or a mapping from split
+    name to N (splits not named stay whole); the vocabulary is built from the examples kept.
     """
 
     def __init__(
@@ -138,6 +162,7 @@ class BlocksDataModule(L.LightningDataModule):
         episodes_per_batch: int = 32,
         supervised_schedule: str = "epoch",
         replay_capacity: int = 2000,
+        limit: int | Mapping[str, int | None] | None = None,
     ):
         super().__init__()
         if source not in ("auto", "real", "procedural"):
@@ -151,6 +176,7 @@ class BlocksDataModule(L.LightningDataModule):
                                  f"with a space after the colon")
             if not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 raise ValueError(f"procedural_sizes: {split} must be a positive integer, got {size!r}")
+        check_limit(limit)
         if supervised_schedule not in SUPERVISED_SCHEDULES:
             raise ValueError(f"supervised_schedule must be one of {SUPERVISED_SCHEDULES}; got {supervised_schedule!r}")
         self.save_hyperparameters()
@@ -186,11 +212,17 @@ class BlocksDataModule(L.LightningDataModule):
 
     def setup(self, stage: str | None = None) -> None:
         train = self.split("train")
+        self.train_examples = self.limited("train", train.training_examples())
+        self.tuning_examples = self.limited("tuning", train.tuning_examples())
+        self.dev_examples = self.limited("dev", self.split("dev").examples)
         if self.vocabulary is None:
-            self.vocabulary = Vocabulary(build_vocabulary(e.instruction for e in train.training_examples()))
-        self.train_examples = train.training_examples()
-        self.tuning_examples = train.tuning_examples()
-        self.dev_examples = self.split("dev").examples
+            self.vocabulary = Vocabulary(build_vocabulary(e.instruction for e in self.train_examples))
+
+    def limited(self, split: str, examples: list[Example]) -> list[Example]:
+        """The first ``limit`` examples of ``split`` (all of them without a limit for it)."""
+        limit = self.hparams.limit
+        size = limit.get(split) if isinstance(limit, Mapping) else limit
+        return examples if size is None else examples[:size]
 
     @property
     def renderer(self):

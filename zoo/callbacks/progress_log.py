@@ -7,6 +7,7 @@ what a bar would show (position, speed, time left, the progress-bar metrics) as 
 from __future__ import annotations
 
 import logging
+import math
 import time
 
 import lightning as L
@@ -19,9 +20,11 @@ class ProgressLog(L.Callback):
 
     At the start: the plan (batches per epoch, epochs to go). After ``estimate_after_s`` seconds
     of training: the whole run's estimated time at the speed so far, so a long CPU job is
-    known to be one within seconds, on a terminal too. With ``lines`` (when the output is not
-    a terminal): a progress line every ``every_n_steps`` steps or ``every_s`` seconds,
-    whichever comes first.
+    known to be one within seconds, on a terminal too. The plan and the estimate honour
+    ``trainer.max_steps``, ``max_epochs`` and ``max_time`` (and the data limits, through the
+    batches per epoch). With ``lines`` (when the output is not a terminal): a progress line
+    every ``every_n_steps`` steps or ``every_s`` seconds, whichever comes first. Under DDP
+    only rank 0 speaks: the other ranks' lines would repeat its own.
     """
 
     def __init__(self, every_n_steps: int = 50, every_s: float = 120.0, estimate_after_s: float = 10.0,
@@ -33,9 +36,14 @@ class ProgressLog(L.Callback):
         self._evaluation_started = time.perf_counter()
 
     def on_train_start(self, trainer, pl_module) -> None:
+        if not speaks(trainer):
+            return
         total, epochs = trainer.num_training_batches, trainer.max_epochs
         per_epoch = "an unknown number of" if total == float("inf") else f"{int(total):,}"
         planned = "until stopped" if epochs in (None, -1) else f"{epochs - trainer.current_epoch} epoch(s) to go"
+        max_steps = max_steps_of(trainer)
+        if max_steps:
+            planned += f", or until step {max_steps:,} (trainer.max_steps; {max(max_steps - trainer.global_step, 0):,} to go)"
         log.info("training %s: %s batches per epoch, %s (epoch %d of %s)", type(pl_module).__name__, per_epoch,
                  planned, trainer.current_epoch, epochs)
 
@@ -45,12 +53,14 @@ class ProgressLog(L.Callback):
         self._last_line = time.perf_counter()
 
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if not speaks(trainer):
+            return
         now = time.perf_counter()
         if self._first is None:
-            self._first = (batch_idx, now)
+            self._first = (batch_idx, now, getattr(trainer, "global_step", 0))
             return
         self._examples += batch_size(batch)
-        first_index, first_time = self._first
+        first_index, first_time, _ = self._first
         seconds = max(now - first_time, 1e-9)
         rate = (batch_idx - first_index) / seconds
         total = trainer.num_training_batches
@@ -60,28 +70,58 @@ class ProgressLog(L.Callback):
         if not self.lines or ((batch_idx + 1) % self.every_n_steps and now - self._last_line < self.every_s):
             return
         self._last_line = now
-        left = (total - batch_idx - 1) / rate if rate and total != float("inf") else float("nan")
+        left_batches, where = (total - batch_idx - 1 if total != float("inf") else float("nan")), "in epoch"
+        to_max_steps = self._batches_to_max_steps(trainer, batch_idx)
+        if to_max_steps is not None and not to_max_steps >= left_batches:
+            left_batches, where = to_max_steps, "to max_steps"
+        left = left_batches / rate if rate else float("nan")
         metrics = " ".join(f"{k}={float(v):.4g}" for k, v in trainer.progress_bar_metrics.items())
-        log.info("epoch %d step %d/%s  %.2f it/s  %.1f examples/s  ~%.0f min left in epoch  %s",
-                 trainer.current_epoch, batch_idx + 1, total, rate, self._examples / seconds, left / 60, metrics)
+        log.info("epoch %d step %d/%s  %.2f it/s  %.1f examples/s  ~%.0f min left %s  %s",
+                 trainer.current_epoch, batch_idx + 1, total, rate, self._examples / seconds, left / 60, where, metrics)
+
+    def _batches_to_max_steps(self, trainer, batch_idx: int) -> int | None:
+        """Batches until ``trainer.max_steps`` at the optimizer steps per batch so far (a bandit
+        batch makes several), or None without a step limit."""
+        max_steps = max_steps_of(trainer)
+        if not max_steps:
+            return None
+        first_index, _, first_step = self._first
+        steps_per_batch = (trainer.global_step - first_step) / max(batch_idx - first_index, 1) or 1.0
+        return max(math.ceil((max_steps - trainer.global_step) / steps_per_batch), 0)
 
     def _estimate(self, trainer, batch_idx: int, rate: float) -> None:
-        """The run's remaining training time at the speed so far (validation not included)."""
-        total, epochs = int(trainer.num_training_batches), trainer.max_epochs
-        if epochs in (None, -1) or not rate:
+        """The run's remaining training time at the speed so far (validation not included):
+        the batches left before ``max_epochs`` or ``max_steps``, whichever ends it first,
+        at most ``max_time``."""
+        if not rate:
             return
-        remaining = (total - batch_idx - 1) + (epochs - trainer.current_epoch - 1) * total
-        hours = remaining / rate / 3600
-        log.info("at %.2f batches/s so far, the %s training steps left take about %s (validation extra); "
+        total, epochs = int(trainer.num_training_batches), trainer.max_epochs
+        limits = []
+        if epochs not in (None, -1):
+            limits.append((total - batch_idx - 1) + (epochs - trainer.current_epoch - 1) * total)
+        to_max_steps = self._batches_to_max_steps(trainer, batch_idx)
+        if to_max_steps is not None:
+            limits.append(to_max_steps)
+        if not limits:
+            return
+        remaining = min(limits)
+        seconds, capped = remaining / rate, ""
+        time_left = time_remaining(trainer)
+        if time_left is not None and time_left < seconds:
+            seconds, capped = max(time_left, 0.0), " (trainer.max_time stops the run then)"
+        hours = seconds / 3600
+        log.info("at %.2f batches/s so far, the %s training steps left take about %s%s (validation extra); "
                  "stop with Ctrl-C or SIGTERM, rerun the same command to resume", rate, f"{remaining:,}",
-                 f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min")
+                 f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s",
+                 capped)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        if not trainer.sanity_checking:
+        if not trainer.sanity_checking and speaks(trainer):
             self._evaluation_line(trainer, "validation", trainer.num_val_batches, batch_idx, dataloader_idx)
 
     def on_test_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
-        self._evaluation_line(trainer, "test", trainer.num_test_batches, batch_idx, dataloader_idx)
+        if speaks(trainer):
+            self._evaluation_line(trainer, "test", trainer.num_test_batches, batch_idx, dataloader_idx)
 
     def _evaluation_line(self, trainer, stage: str, batches, batch_idx: int, dataloader_idx: int) -> None:
         """A line every ``every_n_steps`` batches or ``every_s`` seconds of a validation or test
@@ -108,8 +148,31 @@ class ProgressLog(L.Callback):
                  (batch_idx + 1) / seconds, left / 60)
 
     def on_train_epoch_end(self, trainer, pl_module) -> None:
+        if not speaks(trainer):
+            return
         metrics = " ".join(f"{k}={float(v):.4g}" for k, v in trainer.callback_metrics.items())
         log.info("epoch %d done in %.1f min  %s", trainer.current_epoch, (time.perf_counter() - self._started) / 60, metrics)
+
+
+def speaks(trainer) -> bool:
+    """Rank 0 prints the progress; a trainer without ranks (one process) does too."""
+    return getattr(trainer, "is_global_zero", True)
+
+
+def max_steps_of(trainer) -> int | None:
+    """``trainer.max_steps`` when it is set (Lightning's -1 means no limit)."""
+    max_steps = getattr(trainer, "max_steps", -1)
+    return max_steps if max_steps is not None and max_steps > 0 else None
+
+
+def time_remaining(trainer) -> float | None:
+    """Seconds of training ``trainer.max_time`` still allows (its Timer callback), if set."""
+    from lightning.pytorch.callbacks import Timer
+
+    for callback in getattr(trainer, "callbacks", ()):
+        if isinstance(callback, Timer):
+            return callback.time_remaining()
+    return None
 
 
 def batch_size(batch) -> int:

@@ -12,7 +12,8 @@ from zoo.blocks.records import Example
 
 
 class RolloutEvaluation(L.Callback):
-    """At the end of every ``every_n_epochs``-th validation, logs ``<prefix>/mean_error``,
+    """At the end of every ``every_n_epochs``-th validation and of the run's last (its last
+    epoch, or the step that reached ``trainer.max_steps``), logs ``<prefix>/mean_error``,
     ``median_error`` and ``min_mean_error`` of greedy rollouts on ``examples`` (e.g. the tuning
     set or dev), the share of them ended by STOP (``stop_rate``) and the rollout speed.
     Optionally writes an animation of the first ``gifs`` episodes to ``gif_dir`` (and to W&B
@@ -27,7 +28,9 @@ class RolloutEvaluation(L.Callback):
 
     def on_validation_epoch_end(self, trainer: L.Trainer, pl_module) -> None:
         """Runs inside validation, so checkpoint callbacks that monitor these metrics see them."""
-        if (trainer.current_epoch + 1) % self.every_n_epochs or trainer.sanity_checking:
+        from zoo.callbacks.final_validation import is_final_validation
+
+        if trainer.sanity_checking or (trainer.current_epoch + 1) % self.every_n_epochs and not is_final_validation(trainer):
             return
         from zoo.blocks.evaluate import evaluate_policy
         from zoo.blocks.rollout import EpisodeRunner

@@ -61,6 +61,7 @@ def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
         procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
         episodes_per_batch=config.bandit.episodes_per_batch, supervised_schedule=data.supervised_schedule,
         replay_capacity=data.replay_capacity,
+        limit=OmegaConf.to_container(data.limit) if isinstance(data.limit, DictConfig) else data.limit,
     )
     datamodule.prepare_data()
     datamodule.setup("fit")
