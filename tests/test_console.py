@@ -74,7 +74,7 @@ EXPORT_AND_LOAD = textwrap.dedent("""
     backbone = make_tiny_backbone(Path(sys.argv[2]) / "bert")
     print("export", file=sys.stderr)
     model = BiRanker(backbone=str(backbone), max_context_tokens=48, max_grounding_tokens=16)
-    model.save_pretrained(Path(sys.argv[2]) / "exported", max_shard_bytes=64 * 1024)  # sharded
+    model.save_pretrained(Path(sys.argv[2]) / "exported", max_shard_size=64 * 1024)  # sharded
     print("load", file=sys.stderr)
     Grounded.from_pretrained(Path(sys.argv[2]) / "exported")
     print("a head the checkpoint lacks", file=sys.stderr)
