@@ -28,6 +28,9 @@ class OneQuery:
     """A speaker whose every context has the same embedding, so the index's scores alone order
     the lines (the choice among them is what is tested here)."""
 
+    supports_retrieval = True
+    supports_generation = False
+
     def encode_contexts(self, texts):
         return torch.ones(len(texts), 1)
 
