@@ -24,7 +24,7 @@ from zoo.resumable import ReplayMemoryBatches, ResumableBatchLoader, ResumableLo
 
 SUPERVISED_SCHEDULES = ("epoch", "replay")
 """``epoch``: every demonstration step once per epoch, shuffled, in batches of ``batch_size``;
-``replay``: the original trainer's (spec §6.4), one batch per demonstration episode drawn
+``replay``: the original trainer's (docs/blocks_environment.md §6.4), one batch per demonstration episode drawn
 from a memory of the last ``replay_capacity`` steps."""
 
 LIMITED_SPLITS = ("train", "tuning", "dev")

@@ -1,4 +1,4 @@
-"""Shortest-path demonstrations (spec §3): what the oracle does and what F2 advice follows.
+"""Shortest-path demonstrations (docs/blocks_environment.md §3): what the oracle does and what F2 advice follows.
 
 The original planner ran A* over an 81×81 lattice of 0.1-unit steps centred on the moved
 block's start, with the other blocks as obstacles, and ended on the reachable lattice cell

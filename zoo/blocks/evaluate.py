@@ -55,7 +55,7 @@ def evaluate_policy(
     (``metric.final_errors()``: an interval over episodes, a paired comparison of two policies).
 
     Every example is an episode; averaging over all of them equals the paper's
-    per-transition average because every transition has nine instructions (spec §5.3).
+    per-transition average because every transition has nine instructions (docs/blocks_environment.md §5.3).
     """
     runner = runner or EpisodeRunner()
     metric = DistanceError() if metric is None else metric

@@ -73,7 +73,7 @@ class ContextualBanditLoop(L.Callback):
             "final_error": float(env.error().mean()),
             "episode_length": float(env.moves_taken.float().mean()),
             # Whether sampling still explores STOP, and where: a STOP within one block length of
-            # the goal earns +1, anywhere else -1 (spec §4.2).
+            # the goal earns +1, anywhere else -1 (docs/blocks_environment.md §4.2).
             "stop_rate": float(stopped.float().mean()),
             "stop_at_goal_rate": float((stopped & (env.error() < 1.0)).float().mean()),
         }

@@ -103,7 +103,7 @@ class ExpertLoop(L.Callback):
     rollout of ``batch["episodes"]``.
 
     ``updates_per_rollout`` minibatches of ``batch_size`` decisions follow each rollout
-    (default: one per episode played, the original supervised trainer's schedule, spec §6.4).
+    (default: one per episode played, the original supervised trainer's schedule, docs/blocks_environment.md §6.4).
     """
 
     def __init__(self, examples: Sequence[Example], seed: int = 0, renderer=None, horizon: int = 40, history: int = 4,
