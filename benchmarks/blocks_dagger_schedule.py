@@ -38,6 +38,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--seconds", type=float, default=None, help="stop at the first evaluation after this long")
     parser.add_argument("--rollout", type=int, default=16, help="episodes rolled out at once (one policy)")
     parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--previous-action", action="store_true",
+                        help="give the policy the previous-action input (added, seeded, when the start lacks it)")
     parser.add_argument("--beta-start", type=float, default=1.0)
     parser.add_argument("--beta-decay", type=float, default=0.99, help="per rollout")
     parser.add_argument("--beta-end", type=float, default=0.0)
@@ -70,6 +72,9 @@ def main(argv=None) -> dict:
         start = load_training_checkpoint(args.init_from)
     else:
         start = BlocksPolicy.from_pretrained(args.init_from)
+    if args.previous_action and not start.hparams.use_previous_action:
+        torch.manual_seed(args.seed)
+        start = start.with_previous_action_input()
     policy = start.to_objective(BlocksDagger, learning_rate=args.lr)
     optimizer = policy.configure_optimizers()
     loop = ExpertLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
