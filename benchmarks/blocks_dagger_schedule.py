@@ -8,7 +8,8 @@ evaluation (``--json``, and appended to ``--out``), then a summary object.
 
     python benchmarks/blocks_dagger_schedule.py --episodes 4000 --out docs/results/blocks_dagger_vs_bandit.jsonl
 
-Every option maps to the recipe's ``dagger`` section (``method=dagger``).
+Every option maps to a key of the ``blocks-dagger`` recipe (``zoo train blocks-dagger``:
+``model.options``, ``start``, ``loop``).
 """
 
 from __future__ import annotations

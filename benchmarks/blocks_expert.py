@@ -8,7 +8,7 @@ interleaved repeats on the same episodes:
 
 * ``rollout_decisions_per_s``: the policy's greedy rollouts as DAgger plays them
   (``EpisodeRunner.record``: rendering, image stacks, the network's forward), in batches of
-  the recipe's ``bandit.episodes_per_batch`` episodes;
+  the ``blocks-dagger`` recipe's ``data.episodes_per_batch`` episodes;
 * ``labelling_decisions_per_s``: the expert's actions at every state those rollouts visited,
   called as the ExpertLoop calls it (one batched call per step, a fresh expert per batch, so
   its distance fields are built inside the timing);
@@ -26,24 +26,23 @@ import json
 import statistics
 import sys
 import time
-from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.expert import BlocksExpert
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.models.blocks import BlocksPolicy, BlocksSupervised
-
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "blocks_policy.yaml"
+from zoo.models.blocks.network import NETWORK_OPTIONS
+from zoo.recipes import recipe_defaults
 
 
 def load_policy(recipe, words: list[str]) -> tuple[BlocksPolicy, str]:
     try:
         return BlocksPolicy.from_pretrained("blocks-supervised").eval(), "blocks-supervised"
     except (OSError, KeyError, ValueError):
-        return BlocksSupervised(words, **recipe.model).eval(), "fresh"
+        sizes = {key: value for key, value in recipe.model.options.items() if key in NETWORK_OPTIONS}
+        return BlocksSupervised(words, **sizes).eval(), "fresh"
 
 
 def rollouts(policy, runner: EpisodeRunner, batches) -> tuple[float, list]:
@@ -84,12 +83,12 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    recipe = OmegaConf.load(RECIPE)
+    recipe = recipe_defaults("blocks-dagger")
     datamodule = BlocksDataModule()
     datamodule.setup()
     policy, which = load_policy(recipe, datamodule.vocabulary.words)
     runner = EpisodeRunner(datamodule.renderer)
-    size = recipe.bandit.episodes_per_batch
+    size = recipe.data.episodes_per_batch
     examples = datamodule.train_examples
     rates: dict[str, list[float]] = {"rollout": [], "labelling": []}
     decisions = episodes = searches = 0

@@ -8,13 +8,13 @@ A "frame" is one decision: one supervised demonstration step, one step of a roll
 greedy step of evaluation. Measured, each a median over ``--repeats`` interleaved repeats:
 
 * ``supervised_frames_per_s``: collation (rendering) + forward + backward + Adam;
-* ``bandit_frames_per_s``: the recipe's default bandit configuration
-  (``recipes/blocks_policy.yaml``: rollouts of ``bandit.episodes_per_batch`` episodes,
-  one update per ``bandit.episodes_per_update``), rollout with sampling, rendering and the
+* ``bandit_frames_per_s``: the ``blocks-bandit`` recipe's configuration
+  (``zoo/recipes/blocks_bandit.yaml``: rollouts of ``data.episodes_per_batch`` episodes,
+  one update per ``model.options.episodes_per_update``), rollout with sampling, rendering and the
   shaped reward, then the updates;
-* ``dagger_frames_per_s``: DAgger as the recipe configures it (``dagger`` section; rollouts of
-  ``bandit.episodes_per_batch`` episodes, every state labelled by the expert, then
-  ``updates_per_rollout`` minibatches of ``dagger.batch_size`` from the replay), with every
+* ``dagger_frames_per_s``: DAgger as the ``blocks-dagger`` recipe configures it (rollouts of
+  ``data.episodes_per_batch`` episodes, every state labelled by the expert, then
+  ``loop.updates_per_rollout`` minibatches of ``loop.batch_size`` from the replay), with every
   action the policy's (β = 0, the most network work a rollout can need), from the released
   supervised policy when available;
 * ``eval_steps_per_s``: greedy evaluation (``zoo eval blocks``'s loop);
@@ -23,7 +23,7 @@ greedy step of evaluation. Measured, each a median over ``--repeats`` interleave
   ``bandit_floor_frames_per_s`` = 1 / (1/forward + 1/update);
 * ``dagger_floor_frames_per_s``: the same network work at the floor's rates: one forward per
   decision and ``dagger_updates_per_frame`` update frames per decision (updates at
-  ``dagger.batch_size``);
+  ``loop.batch_size``);
 * ``bandit_vs_floor``, ``dagger_vs_floor`` and ``eval_vs_forward_floor``: the ratios the goals
   are stated in.
 """
@@ -39,7 +39,6 @@ import time
 from pathlib import Path
 
 import torch
-from omegaconf import OmegaConf
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from blocks_floor import measure as measure_floor  # noqa: E402
@@ -50,8 +49,13 @@ from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
 from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
 from zoo.models.blocks import BlocksBandit, BlocksDagger, BlocksPolicy, BlocksSupervised  # noqa: E402
+from zoo.models.blocks.network import NETWORK_OPTIONS  # noqa: E402
+from zoo.recipes import recipe_defaults  # noqa: E402
 
-RECIPE = Path(__file__).resolve().parents[1] / "recipes" / "blocks_policy.yaml"
+
+def network(recipe) -> dict:
+    """The network's sizes in a recipe's ``model.options``."""
+    return {key: value for key, value in recipe.model.options.items() if key in NETWORK_OPTIONS}
 
 
 def supervised_rate(policy, optimiser, datamodule, batches: int) -> float:
@@ -93,11 +97,11 @@ def dagger_rate(policy, optimiser, loop: ExpertLoop, examples, rollouts: int, si
 
 
 def dagger_start(recipe, words: list[str]) -> BlocksDagger:
-    settings = dict(learning_rate=recipe.dagger.learning_rate)
+    settings = dict(learning_rate=recipe.model.options.learning_rate)
     try:
         return BlocksPolicy.from_pretrained("blocks-supervised").to_objective(BlocksDagger, **settings)
     except (OSError, KeyError, ValueError):
-        return BlocksDagger(words, **recipe.model, **settings)
+        return BlocksDagger(words, **network(recipe), **settings)
 
 
 def eval_rate(policy, examples, renderer) -> tuple[float, int]:
@@ -108,13 +112,12 @@ def eval_rate(policy, examples, renderer) -> tuple[float, int]:
 def bandit_start(recipe, words: list[str]) -> BlocksBandit:
     """Where the bandit starts in the recipe: a supervised policy (the released one when
     available, so episodes have realistic lengths) with its direction head re-initialised."""
-    options = dict(learning_rate=recipe.bandit.learning_rate,
-                   episodes_per_update=recipe.bandit.episodes_per_update, loss_form=recipe.bandit.loss_form,
-                   gradient_clip_algorithm=recipe.bandit.gradient_clip_algorithm, init=recipe.model.init)
+    options = {key: recipe.model.options[key]
+               for key in ("learning_rate", "episodes_per_update", "loss_form", "gradient_clip_algorithm", "init")}
     try:
         policy = BlocksPolicy.from_pretrained("blocks-supervised").to_objective(BlocksBandit, **options)
     except (OSError, KeyError, ValueError):
-        policy = BlocksBandit(words, **{**recipe.model, **options})
+        policy = BlocksBandit(words, **{**network(recipe), **options})
     torch.manual_seed(0)
     policy.reset_direction_head()
     return policy
@@ -130,23 +133,23 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    recipe = OmegaConf.load(RECIPE)
+    recipe, bandit_recipe, dagger_recipe = (recipe_defaults(f"blocks-{name}") for name in ("supervised", "bandit", "dagger"))
     datamodule = BlocksDataModule(batch_size=recipe.data.batch_size, supervised_schedule=recipe.data.supervised_schedule)
     datamodule.setup()
     words = datamodule.vocabulary.words
-    supervised = BlocksSupervised(words, **recipe.model)
+    supervised = BlocksSupervised(words, **network(recipe))
     supervised.log = lambda *a, **k: None  # outside a Trainer
     supervised_optimiser = supervised.configure_optimizers()
-    bandit = bandit_start(recipe, words)
+    bandit = bandit_start(bandit_recipe, words)
     bandit_optimiser = bandit.configure_optimizers()
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
-    dagger = dagger_start(recipe, words)
+    dagger = dagger_start(dagger_recipe, words)
     dagger_optimiser = dagger.configure_optimizers()
-    settings = recipe.dagger
+    settings = dagger_recipe.loop
     expert_loop = ExpertLoop(datamodule.train_examples, renderer=datamodule.renderer, beta_start=0.0, beta_end=0.0,
                              policy_actions=settings.policy_actions, replay_size=settings.replay_size,
                              batch_size=settings.batch_size, updates_per_rollout=settings.updates_per_rollout)
-    size = recipe.bandit.episodes_per_batch
+    size = bandit_recipe.data.episodes_per_batch
     examples = datamodule.train_examples
     evaluation = datamodule.dev_examples[: args.eval_episodes]
     rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "dagger", "dagger_floor", "eval", "forward",
@@ -171,7 +174,7 @@ def main() -> None:
     result = {
         "data": getattr(datamodule, "data_source", "procedural"),
         "threads": args.threads,
-        "bandit_config": {"episodes_per_batch": size, "episodes_per_update": recipe.bandit.episodes_per_update},
+        "bandit_config": {"episodes_per_batch": size, "episodes_per_update": bandit_recipe.model.options.episodes_per_update},
         "supervised_frames_per_s": median["supervised"],
         "bandit_frames_per_s": median["bandit"],
         "dagger_frames_per_s": median["dagger"],

@@ -22,7 +22,7 @@ import lightning as L
 from zoo.light.datamodule import LightDataModule
 from zoo.light.sim import SimCorpus
 from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_name
-from zoo.registry import create_model
+from zoo.factory import create_model
 
 MODELS = {"random": "light-random", "ir": "light-ir", "fasttext": "light-fasttext",
           "candidates-only": "light-candidates-only"}

@@ -1,22 +1,24 @@
-"""Train the block policy of Misra, Langford & Artzi (2017): supervised, contextual bandit, REINFORCE.
+"""Train the block policy of Misra, Langford & Artzi (2017) with any objective: supervised,
+contextual bandit, REINFORCE, DQN, DAgger, an oracle planner (``zoo train blocks-OBJECTIVE`` does the same).
 
-    python recipes/blocks_policy.py                                   # supervised (the paper's baseline)
-    python recipes/blocks_policy.py method=bandit                     # the paper's approach
-    python recipes/blocks_policy.py method=bandit bandit.reward=f1    # an ablation of Table 2
-    python recipes/blocks_policy.py method=dqn                        # the DQN baseline
-    python recipes/blocks_policy.py method=planner                    # supervised with an oracle planner
+    python recipes/blocks_policy.py                                          # supervised (the paper's baseline)
+    python recipes/blocks_policy.py model.name=blocks-bandit                 # the paper's approach
+    python recipes/blocks_policy.py model.name=blocks-bandit model.options.reward=f1   # an ablation of Table 2
+    python recipes/blocks_policy.py model.name=blocks-dqn                    # the DQN baseline
+    python recipes/blocks_policy.py model.name=blocks-planner                # supervised with an oracle planner
     python recipes/blocks_policy.py trainer.devices=4 trainer.strategy=ddp
 
-Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists and the run's ``config.yaml``
-is this configuration (another one is refused; see zoo/run_directory.py); the trained policy is
+``model.name`` picks the objective's recipe (``zoo/recipes/blocks_<objective>.yaml`` over
+``blocks_common.yaml``, shipped in the package); ``--help`` prints its keys. Runs resume from
+``<run_dir>/checkpoints/last.ckpt`` when it exists and the run's ``config.yaml`` is this
+configuration (another one is refused; see zoo/run_directory.py); the trained policy is
 exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
 ``zoo eval blocks --model <run_dir>/pretrained``). The script is zoo/training/blocks.py.
 """
 
 import sys
-from pathlib import Path
 
 from zoo.training.blocks import main
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:], default_config=Path(__file__).with_suffix(".yaml")))
+    sys.exit(main(sys.argv[1:]))

@@ -5,7 +5,9 @@
     python recipes/light_bi.py trainer.devices=8 trainer.strategy=ddp # multi-GPU with Lightning's DDP
     python recipes/light_bi.py data.features=no_persona               # a Table 5 grounding ablation
 
-See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
+The recipe's YAML ships in the package (zoo/recipes/light_bi.yaml over light_common.yaml), and
+``zoo train light-bi`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+results.json, pretrained/).
 """
 
 import sys

@@ -4,7 +4,9 @@
     python recipes/light_cross.py data.task=emote
     python recipes/light_cross.py trainer.devices=8 trainer.strategy=ddp
 
-See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
+The recipe's YAML ships in the package (zoo/recipes/light_cross.yaml over light_common.yaml), and
+``zoo train light-cross`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+results.json, pretrained/).
 """
 
 import sys

@@ -6,7 +6,9 @@
     python recipes/light_generative.py data.features=dialogue_persona  # a Table 6 ablation row
     python recipes/light_generative.py trainer.devices=8 trainer.strategy=ddp
 
-See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
+The recipe's YAML ships in the package (zoo/recipes/light_generative.yaml over light_common.yaml), and
+``zoo train light-generative`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+results.json, pretrained/).
 """
 
 import sys

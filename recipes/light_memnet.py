@@ -6,7 +6,9 @@ memories, the latest turns as the query, candidates ranked by dot product.
     python recipes/light_memnet.py model.options.dim=256 model.options.layers=2 threads=4
     python recipes/light_memnet.py data.features=no_persona            # a Table 5 grounding ablation
 
-See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
+The recipe's YAML ships in the package (zoo/recipes/light_memnet.yaml over light_common.yaml), and
+``zoo train light-memnet`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+results.json, pretrained/).
 """
 
 import sys

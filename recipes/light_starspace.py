@@ -9,7 +9,9 @@ Then look at the learned space (the paper's Table 3):
 
     zoo light neighbors chicken --model runs/light/starspace-dialogue/pretrained
 
-See zoo/training/light.py for what a run writes (checkpoints, results.json, pretrained/).
+The recipe's YAML ships in the package (zoo/recipes/light_starspace.yaml over light_common.yaml), and
+``zoo train light-starspace`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+results.json, pretrained/).
 """
 
 import sys

@@ -16,7 +16,7 @@ from zoo.blocks.vocab import Vocabulary, build_vocabulary
 from zoo.callbacks.expert_loop import ExpertLoop, ExpertReplay
 from zoo.models.blocks import BlocksDagger
 
-RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.yaml"
+RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.py"
 SMALL = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
              direction_embedding_dim=4, hidden_dim=8)
 
@@ -128,13 +128,13 @@ def test_a_few_dagger_steps_fit_the_labels(examples, learner):
 
 
 def test_method_dagger_trains_from_the_recipe(tmp_path):
-    spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPE.with_suffix(".py"))
+    spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPE)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
-    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "bandit.episodes_per_batch=4",
-            *(f"model.{k}={v}" for k, v in SMALL.items()), "evaluation.gifs=0", "logger.kind=none",
+    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "data.episodes_per_batch=4",
+            *(f"model.options.{k}={v}" for k, v in SMALL.items()), "evaluation.gifs=0", "logger.kind=none",
             "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
-            "method=dagger", "dagger.batch_size=8", "dagger.beta_decay=0.5", f"run_dir={tmp_path}"]
+            "model.name=blocks-dagger", "loop.batch_size=8", "model.options.beta_decay=0.5", f"run_dir={tmp_path}"]
     assert module.main(tiny) == 0
     trained = BlocksDagger.from_pretrained(tmp_path / "pretrained")
     assert type(trained) is BlocksDagger and trained.objective == "dagger"

@@ -238,7 +238,9 @@ def test_the_recipe_takes_data_limit_and_checks_its_range():
     from zoo.experiment import load_config
     from zoo.recipe_schema import RecipeConfigError
 
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.yaml"
+    from zoo.recipes import recipe_files
+
+    recipe = recipe_files("blocks-supervised")
     config = load_config(recipe, ["data.limit={train: 40, dev: 10}"])
     assert dict(config.data.limit) == {"train": 40, "dev": 10}
     assert load_config(recipe, ["data.limit=5"]).data.limit == 5

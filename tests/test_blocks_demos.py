@@ -52,7 +52,7 @@ def test_paths_longer_than_the_horizon_are_truncated_without_stop():
 @requires_real_blocks
 def test_demonstrations_reproduce_the_papers_oracle_error(blocks_dev):
     from zoo.blocks.evaluate import evaluate_policy
-    from zoo.registry import create_model
+    from zoo.factory import create_model
 
     result = evaluate_policy(create_model("blocks-demonstrations"), blocks_dev.examples, progress=False)
     assert result["mean"] == pytest.approx(0.349, abs=5e-4)

@@ -28,7 +28,7 @@ from zoo.models.blocks import (
 )
 from zoo.models.blocks.network import NETWORK_OPTIONS
 from zoo.models.blocks.policy import load_training_checkpoint
-from zoo.registry import create_model, list_models
+from zoo.factory import create_model, list_models
 from zoo.weights import load_weights
 
 RELEASES = ("blocks-supervised", "blocks-bandit", "blocks-bandit-ensemble")

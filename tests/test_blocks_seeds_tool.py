@@ -56,7 +56,7 @@ def test_rows_say_how_long_greedy_dev_episodes_ran(tmp_path, seeds):
 def test_export_saves_the_best_dev_epochs_weights(tmp_path, seeds):
     training = load("blocks_training_tests", REPO / "tests" / "test_blocks_training.py")
     run_dir = tmp_path / "bandit"
-    training.recipe().main([*training.TINY, "method=bandit", f"run_dir={run_dir}"])
+    training.recipe().main([*training.tiny("bandit"), f"run_dir={run_dir}"])
     rows = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     best = min(rows, key=lambda r: r["dev/mean_error"])["epoch"]
 

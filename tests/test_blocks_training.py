@@ -16,10 +16,10 @@ TINY = [
     "data.source=procedural",
     "data.procedural_sizes={train: 6, dev: 2, test: 2}",
     "data.batch_size=8",
-    "bandit.episodes_per_batch=4",
-    "bandit.warmup_epochs=1",
-    "model.embedding_dim=8", "model.lstm_dim=8", "model.image_dim=8", "model.conv_channels=4",
-    "model.block_embedding_dim=4", "model.direction_embedding_dim=4", "model.hidden_dim=8",
+    "data.episodes_per_batch=4",
+    "model.options.embedding_dim=8", "model.options.lstm_dim=8", "model.options.image_dim=8",
+    "model.options.conv_channels=4", "model.options.block_embedding_dim=4", "model.options.direction_embedding_dim=4",
+    "model.options.hidden_dim=8",
     "evaluation.gifs=0",
     "checkpoint.every_n_train_steps=2",
     "logger.kind=none",
@@ -27,6 +27,13 @@ TINY = [
     "trainer.enable_progress_bar=false",
     "trainer.enable_model_summary=false",
 ]
+
+
+def tiny(objective: str) -> list[str]:
+    """The tiny recipe of ``objective`` (``model.name=blocks-OBJECTIVE`` picks its YAML); a bandit
+    warms up for one supervised epoch."""
+    warmup = ["start.warmup_epochs=1"] if objective in ("bandit", "reinforce") else []
+    return [f"model.name=blocks-{objective}", *TINY, *warmup]
 
 
 def recipe():
@@ -63,12 +70,12 @@ def weights(run_dir: Path) -> dict:
 @pytest.mark.parametrize("method", ["supervised", "bandit", "dqn"])
 def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
-    recipe().main([*TINY, f"method={method}", f"run_dir={straight}"])
+    recipe().main([*tiny(method), f"run_dir={straight}"])
     with pytest.raises(SystemExit):  # Lightning turns the interrupt into a graceful exit
-        recipe().main([*TINY, f"method={method}", f"run_dir={interrupted}"], extra_callbacks=[Crash(at_batch=3)])
+        recipe().main([*tiny(method), f"run_dir={interrupted}"], extra_callbacks=[Crash(at_batch=3)])
     assert (interrupted / "checkpoints" / "last.ckpt").is_file()
     assert not (interrupted / "pretrained").exists()
-    recipe().main([*TINY, f"method={method}", f"run_dir={interrupted}"])
+    recipe().main([*tiny(method), f"run_dir={interrupted}"])
     first, second = weights(straight), weights(interrupted)
     assert first.keys() == second.keys()
     for name in first:
@@ -79,8 +86,8 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
 def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
     """A fresh clone carries a run's last.ckpt, not the start it was initialised from."""
     start = tmp_path / "supervised"
-    recipe().main([*TINY, "method=supervised", "trainer.max_epochs=1", f"run_dir={start}"])
-    bandit = [*TINY, "method=bandit", f"bandit.init_from={start}/checkpoints/epoch000.ckpt"]
+    recipe().main([*tiny("supervised"), "trainer.max_epochs=1", f"run_dir={start}"])
+    bandit = [*tiny("bandit"), f"start.init_from={start}/checkpoints/epoch000.ckpt"]
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     recipe().main([*bandit, f"run_dir={straight}"])
     with pytest.raises(SystemExit):
@@ -94,37 +101,38 @@ def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
 
 def test_a_bandit_adds_the_previous_action_to_a_start_trained_without_it(tmp_path):
     start = tmp_path / "supervised"
-    recipe().main([*TINY, "method=supervised", "model.use_previous_action=false", "trainer.max_epochs=1",
+    recipe().main([*tiny("supervised"), "model.options.use_previous_action=false", "trainer.max_epochs=1",
                    f"run_dir={start}"])
-    bandit = [*TINY, "method=bandit", "trainer.max_epochs=1", f"bandit.init_from={start}/pretrained"]
+    bandit = [*tiny("bandit"), "trainer.max_epochs=1", f"start.init_from={start}/pretrained"]
     recipe().main([*bandit, f"run_dir={tmp_path / 'grown'}"])
     assert "previous_block.weight" in weights(tmp_path / "grown")
     with_input = tmp_path / "with-input"
-    recipe().main([*TINY, "method=supervised", "trainer.max_epochs=1", f"run_dir={with_input}"])
+    recipe().main([*tiny("supervised"), "trainer.max_epochs=1", f"run_dir={with_input}"])
     with pytest.raises(SystemExit, match="reads the previous action"):
-        recipe().main([*TINY, "method=bandit", "model.use_previous_action=false",
-                       f"bandit.init_from={with_input}/pretrained", f"run_dir={tmp_path / 'refused'}"])
+        recipe().main([*tiny("bandit"), "model.options.use_previous_action=false",
+                       f"start.init_from={with_input}/pretrained", f"run_dir={tmp_path / 'refused'}"])
 
 
 @pytest.mark.parametrize(
     "overrides",
     [
-        ["method=reinforce"],
-        ["method=planner"],
-        ["method=bandit", "bandit.reward=problem"],  # w/o F1 and F2
-        ["method=bandit", "bandit.reward=f1"],  # w/o F2
-        ["method=bandit", "bandit.reward=f2"],  # w/o F1
-        ["method=bandit", "bandit.reward=distance"],  # with a distance reward
-        ["method=bandit", "bandit.warmup_epochs=0"],  # w/o supervised init
-        ["method=bandit", "model.use_previous_action=false"],  # w/o previous action
-        ["method=bandit", "bandit.update_weighting=episodes"],  # the original's per-episode mean, pooled
-        ["method=bandit", "bandit.reward_baseline=mean"],  # each update's mean reward subtracted
+        ["reinforce"],
+        ["planner"],
+        ["bandit", "model.options.reward=problem"],  # w/o F1 and F2
+        ["bandit", "model.options.reward=f1"],  # w/o F2
+        ["bandit", "model.options.reward=f2"],  # w/o F1
+        ["bandit", "model.options.reward=distance"],  # with a distance reward
+        ["bandit", "start.warmup_epochs=0"],  # w/o supervised init
+        ["bandit", "model.options.use_previous_action=false"],  # w/o previous action
+        ["bandit", "model.options.update_weighting=episodes"],  # the original's per-episode mean, pooled
+        ["bandit", "model.options.reward_baseline=mean"],  # each update's mean reward subtracted
     ],
     ids=["reinforce", "planner", "problem-reward", "w/o-F2", "w/o-F1", "distance-reward", "w/o-supervised-init",
          "w/o-previous-action", "episode-weighting", "mean-baseline"],
 )
 def test_every_method_and_ablation_of_table_2_trains_from_config(tmp_path, overrides):
-    recipe().main([*TINY, *overrides, "trainer.max_epochs=1", f"run_dir={tmp_path}"])
+    objective, *rest = overrides
+    recipe().main([*tiny(objective), *rest, "trainer.max_epochs=1", f"run_dir={tmp_path}"])
     assert (tmp_path / "pretrained" / "model.safetensors").is_file()
 
 
@@ -168,7 +176,7 @@ def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
 
     repo = Path(__file__).resolve().parent.parent
     run_dir = tmp_path / "ddp"
-    overrides = [*TINY, "method=bandit", "trainer.max_epochs=1", f"run_dir={run_dir}", "trainer.devices=2",
+    overrides = [*tiny("bandit"), "trainer.max_epochs=1", f"run_dir={run_dir}", "trainer.devices=2",
                  "trainer.strategy=ddp", "trainer.accelerator=cpu", "threads=1",
                  "data.procedural_sizes={train: 8, dev: 2, test: 2}"]
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(repo), str(repo / "tests")])}
@@ -186,8 +194,8 @@ def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
 def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):
     """Six batches an epoch and a checkpoint after every step: the crash in the fifth batch
     resumes from the fourth, mid-epoch, with the replay memory and the target network."""
-    mid_epoch = [*TINY, "method=dqn", "data.procedural_sizes={train: 12, dev: 2, test: 2}",
-                 "checkpoint.every_n_train_steps=1", "dqn.replay_size=24"]
+    mid_epoch = [*tiny("dqn"), "data.procedural_sizes={train: 12, dev: 2, test: 2}",
+                 "checkpoint.every_n_train_steps=1", "loop.replay_size=24"]
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
     recipe().main([*mid_epoch, f"run_dir={straight}"])
     with pytest.raises(SystemExit):

@@ -17,11 +17,16 @@ from safetensors.torch import load_file
 REPO = Path(__file__).resolve().parent.parent
 TINY = [
     "data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "data.batch_size=8",
-    "bandit.episodes_per_batch=4", "bandit.warmup_epochs=1", "model.embedding_dim=8", "model.lstm_dim=8",
-    "model.image_dim=8", "model.conv_channels=4", "model.block_embedding_dim=4", "model.direction_embedding_dim=4",
-    "model.hidden_dim=8", "evaluation.gifs=0", "checkpoint.every_n_train_steps=1", "logger.kind=none",
+    "data.episodes_per_batch=4", "model.options.embedding_dim=8", "model.options.lstm_dim=8",
+    "model.options.image_dim=8", "model.options.conv_channels=4", "model.options.block_embedding_dim=4", "model.options.direction_embedding_dim=4",
+    "model.options.hidden_dim=8", "evaluation.gifs=0", "checkpoint.every_n_train_steps=1", "logger.kind=none",
     "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false", "threads=1", "trainer.max_epochs=3",
 ]
+
+
+def objective(method: str) -> list[str]:
+    """The overrides that pick ``method``'s recipe; a bandit warms up for one supervised epoch."""
+    return [f"model.name=blocks-{method}", *(["start.warmup_epochs=1"] if method == "bandit" else [])]
 
 
 def launch(run_dir: Path, *extra: str) -> subprocess.Popen:
@@ -33,8 +38,8 @@ def launch(run_dir: Path, *extra: str) -> subprocess.Popen:
 @pytest.mark.parametrize("method", ["supervised", "bandit", "dqn"])
 def test_a_run_killed_with_sigkill_resumes_to_identical_weights(tmp_path, method):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
-    assert launch(straight, f"method={method}").wait(timeout=600) == 0
-    process = launch(killed, f"method={method}")
+    assert launch(straight, *objective(method)).wait(timeout=600) == 0
+    process = launch(killed, *objective(method))
     last = killed / "checkpoints" / "last.ckpt"
     deadline = time.monotonic() + 600
     while not last.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -44,7 +49,7 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_weights(tmp_path, method
         os.kill(process.pid, signal.SIGKILL)
         process.wait()
         assert not (killed / "pretrained").exists()
-    assert launch(killed, f"method={method}").wait(timeout=600) == 0
+    assert launch(killed, *objective(method)).wait(timeout=600) == 0
     first = load_file(str(straight / "pretrained" / "model.safetensors"))
     second = load_file(str(killed / "pretrained" / "model.safetensors"))
     for name in first:
@@ -128,8 +133,8 @@ def test_concurrent_writers_of_one_cache_entry_and_one_corpus_directory(tmp_path
 
 def test_sigterm_stops_at_a_batch_boundary_with_a_checkpoint_that_resumes_identically(tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
-    assert launch(straight, "method=supervised").wait(timeout=600) == 0
-    process = launch(stopped, "method=supervised")
+    assert launch(straight, "model.name=blocks-supervised").wait(timeout=600) == 0
+    process = launch(stopped, "model.name=blocks-supervised")
     deadline = time.monotonic() + 600
     last = stopped / "checkpoints" / "last.ckpt"
     while not last.exists() and process.poll() is None and time.monotonic() < deadline:
@@ -141,7 +146,7 @@ def test_sigterm_stops_at_a_batch_boundary_with_a_checkpoint_that_resumes_identi
         assert time.monotonic() - started < 60
         assert code == 1  # stopped by GracefulStop (a clean exit with a message), not killed by the signal
         assert not (stopped / "pretrained").exists()  # a stopped run exports nothing
-    assert launch(stopped, "method=supervised").wait(timeout=600) == 0
+    assert launch(stopped, "model.name=blocks-supervised").wait(timeout=600) == 0
     first = load_file(str(straight / "pretrained" / "model.safetensors"))
     second = load_file(str(stopped / "pretrained" / "model.safetensors"))
     for name in first:

@@ -69,16 +69,15 @@ def test_checkpoint_manifests(raw):
 
 
 @FUZZ
-@given(st.lists(st.tuples(st.sampled_from(["method", "data.source", "bandit.learning_rate", "trainer.max_epochs",
-                                            "model.init", "data.procedural_sizes", "evaluation.dev_limit", "methd",
+@given(st.lists(st.tuples(st.sampled_from(["model.name", "data.source", "model.options.learning_rate",
+                                            "trainer.max_epochs", "model.options.init", "data.procedural_sizes", "evaluation.dev_limit", "methd",
                                             "trainer.max_epochz", "data", "x.y.z", ""]),
                           st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=12)), max_size=4))
 def test_recipe_overrides(pairs):
-    from pathlib import Path
-
     from zoo.experiment import load_config
+    from zoo.recipes import recipe_files
 
-    recipe = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.yaml"
+    recipe = recipe_files("blocks-bandit")
     try:
         load_config(recipe, [f"{key}={value}" for key, value in pairs])
     except SystemExit as refusal:

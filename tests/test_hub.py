@@ -336,7 +336,8 @@ def test_load_pretrained_through_the_manifest(monkeypatch, tmp_path, server):
 
     from zoo.grounded import CONFIG_NAME, Grounded
     from zoo.weights import SINGLE_FILE as WEIGHTS_NAME
-    from zoo.registry import load_pretrained, register_class
+    from zoo.factory import load_pretrained
+    from zoo.registry import register_class
 
     @register_class
     class TinyHubModel(Grounded):

@@ -8,7 +8,7 @@ import torch
 
 from zoo.hub import list_pretrained, pretrained_entry
 from zoo.models.blocks.legacy import FORMER_NAMES
-from zoo.registry import create_model, list_models, model_spec
+from zoo.factory import create_model, list_models, model_spec
 
 HEAVY = {"light-bi-ranker", "light-cross-ranker", "light-generative"}  # need the embedded encoder
 

@@ -17,21 +17,21 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 DOMAINS = ("zoo/light", "zoo/blocks")
-FORBIDDEN = ("zoo.models", "zoo.registry", "zoo.callbacks", "zoo.cli", "zoo.play", "zoo.training")
+FORBIDDEN = ("zoo.models", "zoo.registry", "zoo.factory", "zoo.loading", "zoo.callbacks", "zoo.cli", "zoo.play", "zoo.training")
 JOINING = ("zoo/cli", "zoo/training")
 
 SUBCOMMANDS = {
-    (): {"eval", "models", "download", "blocks", "light", "play", "demo"},
+    (): {"eval", "models", "download", "blocks", "light", "play", "demo", "train"},
     ("eval",): {"blocks", "light"},
     ("blocks",): {"render"},
     ("light",): {"sim", "stats", "neighbors", "generate", "examples"},
     ("play",): {"light", "blocks"},
 }
-"""What ``zoo --help`` and each group's ``--help`` offered before the CLI moved into zoo/cli/."""
+"""What ``zoo --help`` and each group's ``--help`` offer (``train`` runs the packaged recipes)."""
 
 LEAVES = [("eval", "blocks"), ("eval", "light"), ("models",), ("download",), ("blocks", "render"),
           ("light", "sim"), ("light", "stats"), ("light", "neighbors"), ("light", "generate"),
-          ("light", "examples"), ("play", "light"), ("play", "blocks"), ("demo",)]
+          ("light", "examples"), ("play", "light"), ("play", "blocks"), ("demo",), ("train",)]
 
 
 def module_name(path: Path) -> str:
@@ -156,6 +156,80 @@ def test_the_import_graph_resolves_names_and_sees_imports_in_functions(tmp_path)
                                              "pkg.sub.deep": set()}
 
 
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Every circle of ``graph``: its strongly connected components of two modules or more
+    (Tarjan's algorithm), each sorted, plus any module that imports itself."""
+    index: dict[str, int] = {}
+    lowest: dict[str, int] = {}
+    stack: list[str] = []
+    cycles = []
+
+    def visit(module: str) -> None:
+        index[module] = lowest[module] = len(index)
+        stack.append(module)
+        for target in sorted(graph.get(module, ())):
+            if target not in graph:
+                continue
+            if target not in index:
+                visit(target)
+                lowest[module] = min(lowest[module], lowest[target])
+            elif target in stack:
+                lowest[module] = min(lowest[module], index[target])
+        if lowest[module] == index[module]:
+            component = []
+            while True:
+                member = stack.pop()
+                component.append(member)
+                if member == module:
+                    break
+            if len(component) > 1 or module in graph.get(module, ()):
+                cycles.append(sorted(component))
+
+    for module in sorted(graph):
+        if module not in index:
+            visit(module)
+    return sorted(cycles)
+
+
+def test_the_cycle_finder_names_every_module_of_a_circle():
+    graph = {"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}, "e": {"e"}, "f": set()}
+    assert import_cycles(graph) == [["a", "b", "c"], ["e"]]
+    assert import_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_zoo_imports_in_no_circle():
+    """The whole package, imports in functions included: no module reaches itself again. (The
+    registry imports no model; the factory, zoo.factory, imports the models and the registry;
+    zoo.grounded is told its class lookup instead of importing one.)"""
+    graph = import_graph()
+    assert {"zoo", "zoo.registry", "zoo.factory", "zoo.loading", "zoo.grounded", "zoo.hub", "zoo.models"} <= set(graph)
+    assert "zoo.models" in graph["zoo.factory"] and "zoo.registry" in graph["zoo.models.bi_ranker"]
+    cycles = import_cycles(graph)
+    assert cycles == [], "import circles:\n" + "\n".join(" <-> ".join(cycle) for cycle in cycles)
+
+
+def test_the_registry_and_the_interface_import_nothing_above_the_core():
+    graph = import_graph()
+    above = ("zoo.models", "zoo.factory", "zoo.loading", "zoo.training", "zoo.callbacks", "zoo.cli", "zoo.play", "zoo.light",
+             "zoo.blocks")
+    for module in ("zoo.registry", "zoo.grounded", "zoo.hub"):
+        upward = sorted(target for target in graph[module] if any(within(target, floor) for floor in above))
+        assert upward == [], f"{module} imports {upward}"
+    assert "zoo" not in graph["zoo.hub"]
+
+
+def test_the_interface_is_told_how_to_look_classes_up():
+    """zoo.grounded alone knows no model class; the registry installs its table, and the factory
+    (``from zoo import Grounded`` goes through it) one that imports every model family first."""
+    probe = ("import zoo.grounded as g; print(g._class_lookup); import zoo.registry; "
+             "print(g._class_lookup.__module__); from zoo import Grounded; print(g._class_lookup.__module__)")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
+    completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
+                               timeout=120)
+    assert completed.returncode == 0, completed.stderr
+    assert completed.stdout.split() == ["None", "zoo.registry", "zoo.factory"]
+
+
 def test_light_sim_builds_on_zoo_light_and_zoo_light_never_imports_it():
     """LIGHT-sim (zoo.light.sim) reads the world, the records and the release layout from zoo.light;
     zoo.light (the data module included: it is handed a generated corpus) imports nothing of it,
@@ -186,15 +260,15 @@ def test_no_light_sim_module_shadows_a_name_the_package_exports():
 def test_cli_and_training_modules_all_import():
     names = sorted(module_name(path) for package in JOINING for path in (REPO / package).rglob("*.py"))
     assert {"zoo.cli", "zoo.cli.__main__", "zoo.cli.blocks", "zoo.cli.light", "zoo.cli.light_tools",
-            "zoo.cli.light_neighbors", "zoo.cli.play", "zoo.training", "zoo.training.light",
+            "zoo.cli.light_neighbors", "zoo.cli.play", "zoo.cli.train", "zoo.training.model_options", "zoo.training", "zoo.training.light",
             "zoo.training.blocks"} <= set(names)
     for name in names:
         module = importlib.import_module(name)
         assert Path(module.__file__).resolve().is_relative_to(REPO), f"{name} came from {module.__file__}"
-    for name in ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play"):
+    for name in ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play", "zoo.cli.train"):
         assert callable(importlib.import_module(name).add_commands)
     assert set(importlib.import_module("zoo.cli").COMMAND_MODULES) == {"zoo.cli.blocks", "zoo.cli.light",
-                                                                       "zoo.cli.play"}
+                                                                       "zoo.cli.play", "zoo.cli.train"}
 
 
 def zoo(*args: str) -> subprocess.CompletedProcess:
@@ -234,7 +308,7 @@ def test_every_leaf_command_has_its_help(capsys):
 def test_help_loads_neither_torch_nor_the_models():
     probe = ("import sys; from zoo.cli import build_parser; build_parser(); "
              "print(sorted(m for m in sys.modules if m.split('.')[0] in ('torch', 'lightning', 'transformers') "
-             "or m.startswith(('zoo.models', 'zoo.registry', 'zoo.training', 'zoo.callbacks'))))")
+             "or m.startswith(('zoo.models', 'zoo.registry', 'zoo.factory', 'zoo.training', 'zoo.callbacks'))))")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     completed = subprocess.run([sys.executable, "-c", probe], cwd=REPO, env=env, capture_output=True, text=True,
                                timeout=120)

@@ -17,7 +17,7 @@ from zoo.light.evaluate import evaluate_ranker, fit_fasttext, fit_ir, metric_nam
 from zoo.light.metrics import MeanReciprocalRank, RankingAccuracy, RecallAtK, expected_hits
 from zoo.light.sim import SimConfig, SimCorpus, generate_corpus, write_corpus
 from zoo.models.light_baselines import CandidatesOnlyRanker, FastTextRanker, IRRanker, RandomRanker
-from zoo.registry import create_model, list_models
+from zoo.factory import create_model, list_models
 
 SMALL = SimConfig(train=150, valid=20, test=60, test_unseen=30, world="authored")
 

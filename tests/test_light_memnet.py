@@ -13,7 +13,7 @@ from zoo.grounded import Grounded
 from zoo.light.candidates import EMOTES
 from zoo.light.datamodule import LightDataModule
 from zoo.models.memnet import PAD, UNK, TransformerMemNet, build_vocab, split_context
-from zoo.registry import create_model
+from zoo.factory import create_model
 from zoo.training.light import recipe_configs, run
 
 RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_memnet.py")

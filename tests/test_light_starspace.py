@@ -18,7 +18,7 @@ from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
 from zoo.models.starspace import UNK, StarSpaceRanker, build_vocabulary, distinct_lines
-from zoo.registry import create_model
+from zoo.factory import create_model
 from zoo.training.light import recipe_configs, run
 
 RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_starspace.py")

@@ -9,20 +9,22 @@ from pathlib import Path
 import pytest
 
 from zoo.experiment import load_config
+from zoo.recipes import recipe_files
 
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-BLOCKS = RECIPES / "blocks_policy.yaml"
-LIGHT = [RECIPES / "light_common.yaml", RECIPES / "light_bi.yaml"]
+BLOCKS = recipe_files("blocks-supervised")
+BANDIT = recipe_files("blocks-bandit")
+LIGHT = recipe_files("light-bi")
 
 
 @pytest.mark.parametrize("override, message", [
-    ("methd=bandit", "did you mean 'method'"),
+    ("model.nme=blocks-bandit", "did you mean 'model.name'"),
     ("data.sourcee=real", "did you mean 'data.source'"),
     ("evaluation.dev_limt=1", "did you mean 'evaluation.dev_limit'"),
     ("trainer.max_epochz=1", "did you mean trainer.max_epochs"),
     ("trainer.max_epochs=abc", "must be an integer >= -1 or null, got .abc."),
-    ("bandit.learning_rate=fast", "expects a number"),
-    ("model.use_previous_action=3", "expects true or false"),
+    ("model.options.learning_rate=fast", "expects a number"),
+    ("model.options.use_previous_action=3", "expects true or false"),
 ])
 def test_blocks_recipe_names_the_bad_key_and_the_closest_one(override, message):
     with pytest.raises(SystemExit, match=message):
@@ -30,9 +32,9 @@ def test_blocks_recipe_names_the_bad_key_and_the_closest_one(override, message):
 
 
 def test_good_overrides_and_open_values_pass():
-    config = load_config(BLOCKS, ["method=bandit", "trainer.gradient_clip_val=2", "bandit.learning_rate=1",
+    config = load_config(BANDIT, ["trainer.gradient_clip_val=2", "model.options.learning_rate=1",
                                   "data.procedural_sizes={train: 5}", "trainer.limit_train_batches=3"])
-    assert config.method == "bandit" and config.data.procedural_sizes.train == 5
+    assert config.model.name == "blocks-bandit" and config.data.procedural_sizes.train == 5
     light = load_config(LIGHT, ["data.limit={train: 4, valid: 2}", "model.options.learning_rate=1e-4"])
     assert light.data.limit.valid == 2
 
@@ -42,6 +44,16 @@ def test_light_model_options_are_checked_against_the_constructor():
 
     with pytest.raises(SystemExit, match="did you mean 'model.options.learning_rate'"):
         make_model(load_config(LIGHT, ["model.options.lerning_rate=1"]))
+
+
+def test_blocks_model_options_are_checked_against_the_objective_s_constructor(tmp_path):
+    from zoo.training.blocks import main
+
+    with pytest.raises(SystemExit, match="did you mean 'model.options.entropy_coefficient'"):
+        main(["model.name=blocks-bandit", "model.options.entropy_coeficient=1", f"run_dir={tmp_path / 'run'}"])
+    with pytest.raises(SystemExit, match="blocks-supervised takes no such option"):  # a bandit setting
+        main(["model.options.entropy_coefficient=1", f"run_dir={tmp_path / 'run'}"])
+    assert not (tmp_path / "run").exists()  # refused before the run directory is made
 
 
 def test_recipe_help_lists_the_keys_and_exits_zero():
@@ -66,10 +78,12 @@ def test_resuming_with_another_model_configuration_is_one_line(tmp_path):
     spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPES / "blocks_policy.py")
     recipe = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(recipe)
-    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "model.embedding_dim=8",
-            "model.lstm_dim=8", "model.image_dim=8", "model.conv_channels=4", "model.block_embedding_dim=4",
-            "model.direction_embedding_dim=4", "model.hidden_dim=8", "evaluation.gifs=0", "logger.kind=none",
+    tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "model.options.embedding_dim=8",
+            "model.options.lstm_dim=8", "model.options.image_dim=8", "model.options.conv_channels=4",
+            "model.options.block_embedding_dim=4", "model.options.direction_embedding_dim=4", "model.options.hidden_dim=8",
+            "evaluation.gifs=0", "logger.kind=none",
             "trainer.max_epochs=1", "trainer.enable_progress_bar=false", f"run_dir={tmp_path}"]
     recipe.main(tiny)
-    with pytest.raises(SystemExit, match=r"another configuration \(model.hidden_dim: 8 -> 16; trainer.max_epochs: 1 -> 2\)"):
-        recipe.main([*tiny, "model.hidden_dim=16", "trainer.max_epochs=2"])
+    with pytest.raises(SystemExit, match=r"another configuration \(model.options.hidden_dim: 8 -> 16; "
+                                         r"trainer.max_epochs: 1 -> 2\)"):
+        recipe.main([*tiny, "model.options.hidden_dim=16", "trainer.max_epochs=2"])

@@ -11,15 +11,19 @@ from omegaconf import OmegaConf
 
 from zoo import recipe_schema
 from zoo.experiment import load_config
-from zoo.recipe_schema import LIGHT_MODELS, RecipeConfigError, check_recipe_config
+from zoo.recipe_schema import BLOCKS_RECIPES, LIGHT_MODELS, RecipeConfigError, check_recipe_config
+from zoo.recipes import RECIPES_DIR, list_recipes, recipe_files
 
-RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-BLOCKS = RECIPES / "blocks_policy.yaml"
+SCRIPTS = Path(__file__).resolve().parent.parent / "recipes"
+BLOCKS = recipe_files("blocks-supervised")
+BANDIT = recipe_files("blocks-bandit")
+DQN = recipe_files("blocks-dqn")
+DAGGER = recipe_files("blocks-dagger")
 LIGHT_NAMES = ("light_bi", "light_cross", "light_generative", "light_memnet", "light_starspace")
 
 
 def light(name: str = "light_bi") -> list[Path]:
-    return [RECIPES / "light_common.yaml", RECIPES / f"{name}.yaml"]
+    return recipe_files(name.replace("_", "-"))
 
 
 def refusal(recipe, *overrides: str) -> str:
@@ -40,10 +44,10 @@ def refusal(recipe, *overrides: str) -> str:
     (light(), "trainer.max_epochs=-2", "config key 'trainer.max_epochs' must be an integer >= -1 or null, got -2"),
     (BLOCKS, "trainer.max_epochs=1e400", "config key 'trainer.max_epochs' must be an integer >= -1 or null, got inf"),
     (light(), "trainer.precision=bogus", "config key 'trainer.precision' must be one of 64, 32, 16, "),
-    (BLOCKS, "model.lstm_dim=-5", "config key 'model.lstm_dim' must be an integer between 1 and 4096, got -5"),
-    (BLOCKS, "model.embedding_dim=100000000",
-     "config key 'model.embedding_dim' must be an integer between 1 and 4096, got 100000000"),
-    (BLOCKS, "model.hidden_dim=0", "config key 'model.hidden_dim' must be an integer between 1 and 4096, got 0"),
+    (BLOCKS, "model.options.lstm_dim=-5", "config key 'model.options.lstm_dim' must be an integer between 1 and 4096, got -5"),
+    (BLOCKS, "model.options.embedding_dim=100000000",
+     "config key 'model.options.embedding_dim' must be an integer between 1 and 4096, got 100000000"),
+    (BLOCKS, "model.options.hidden_dim=0", "config key 'model.options.hidden_dim' must be an integer between 1 and 4096, got 0"),
 ])
 def test_a_bad_value_is_one_line_naming_key_rule_and_value(recipe, override, message):
     assert refusal(recipe, override).startswith(message)
@@ -87,8 +91,12 @@ def test_zero_epochs_and_automatic_devices_are_accepted(recipe):
     (light(), "data.features=everything", "config key 'data.features' must be one of 'parlai_default'"),
     (light(), "trainer.logger=true", "config key 'trainer.logger' is set by zoo itself"),
     (light(), "trainer.gradient_clip_val=-1", "config key 'trainer.gradient_clip_val' must be a number >= 0 or null"),
-    (BLOCKS, "bandit.reward=win", "config key 'bandit.reward' must be one of 'problem', 'f1', 'f2', 'shaped', 'distance'"),
-    (BLOCKS, "dqn.discount=1.5", "config key 'dqn.discount' must be a number between 0 and 1, got 1.5"),
+    (BANDIT, "model.options.reward=win",
+     "config key 'model.options.reward' must be one of 'problem', 'f1', 'f2', 'shaped', 'distance'"),
+    (DQN, "model.options.discount=1.5", "config key 'model.options.discount' must be a number between 0 and 1, got 1.5"),
+    (DQN, "loop.epsilon_end=2", "config key 'loop.epsilon_end' must be a number between 0 and 1, got 2"),
+    (BANDIT, "start.warmup_epochs=-1", "config key 'start.warmup_epochs' must be an integer >= 0, got -1"),
+    (DAGGER, "model.options.beta_decay=0", "config key 'model.options.beta_decay' must be a number > 0 and <= 1"),
     (BLOCKS, "data.procedural_sizes={train: 0}", "config key 'data.procedural_sizes' must be a mapping of train, dev, test"),
 ])
 def test_model_data_and_method_sections_are_checked(recipe, override, message):
@@ -101,28 +109,50 @@ def test_a_model_name_outside_the_zoo_lists_the_names():
         "'light-memnet', 'light-starspace', got 'light-gpt'")
 
 
-@pytest.mark.parametrize("recipe", [*(light(name) for name in LIGHT_NAMES), BLOCKS])
-def test_every_recipe_default_passes(recipe):
-    load_config(recipe, [])
+@pytest.mark.parametrize("name", list_recipes())
+def test_every_recipe_default_passes(name):
+    load_config(recipe_files(name), [])
+
+
+def test_a_beta_schedule_that_rises_is_refused():
+    assert refusal(DAGGER, "model.options.beta_start=0.2", "model.options.beta_end=0.5") == (
+        "config key 'model.options.beta_end' must be at most model.options.beta_start (0.2), got 0.5")
+
+
+def test_a_section_of_another_objective_is_refused():
+    """Supervised learning has no loop: a DQN setting given to it is a mistake, not a no-op."""
+    with pytest.raises(SystemExit, match="unknown config key 'loop.replay_size'"):
+        load_config(BLOCKS, ["loop.replay_size=10"])
+    config = OmegaConf.to_container(load_config(BLOCKS, []))
+    config["loop"] = {"replay_size": 10}
+    with pytest.raises(RecipeConfigError, match="unknown config key 'loop'"):
+        check_recipe_config(config)
 
 
 def test_every_light_constructor_argument_has_a_rule():
     """A new constructor argument needs a rule here, or its bad values reach the model unchecked."""
-    from zoo.registry import model_spec
+    from zoo.factory import model_spec
 
     for name, options in LIGHT_MODELS.items():
         arguments = set(inspect.signature(model_spec(name).cls.__init__).parameters) - {"self"}
         fields = {field.alias or key for key, field in options.model_fields.items()}
         assert arguments == fields, name
-        yaml = OmegaConf.load(RECIPES / f"{name.replace('-', '_').replace('_ranker', '')}.yaml")
+        yaml = OmegaConf.load(RECIPES_DIR / f"{name.replace('-', '_').replace('_ranker', '')}.yaml")
         assert set(yaml.model.options) <= fields, name
 
 
-def test_the_blocks_model_section_is_block_policy_arguments():
-    from zoo.models.blocks import BlocksPolicy
+def test_the_blocks_model_options_are_each_objective_s_arguments():
+    """Every option a Blocks recipe's schema checks is an argument of that objective's class, and
+    every objective setting of the class (beyond the network's fixed history and image size) has a rule."""
+    from zoo.factory import model_spec
 
-    arguments = set(inspect.signature(BlocksPolicy.__init__).parameters)
-    assert set(recipe_schema.BlocksModel.model_fields) <= arguments
+    for name, schema in BLOCKS_RECIPES.items():
+        options = schema.model_fields["model"].annotation.model_fields["options"].annotation.__args__[0]
+        arguments = set(inspect.signature(model_spec(name).cls.__init__).parameters) - {"self"}
+        assert set(options.model_fields) <= arguments, name
+        assert arguments - set(options.model_fields) == {"vocabulary", "history", "image_size"}, name
+        yaml = OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
+        assert set(yaml.model.options) <= set(options.model_fields), name
 
 
 def test_the_choices_are_the_code_s_own():
@@ -138,12 +168,13 @@ def test_the_choices_are_the_code_s_own():
     def choices(section, key):
         return set(get_args(section.model_fields[key].annotation))
 
-    assert choices(recipe_schema.Bandit, "reward") == set(REWARD_VARIANTS)
-    assert choices(recipe_schema.Bandit, "update_weighting") == set(bandit.UPDATE_WEIGHTINGS)
-    assert choices(recipe_schema.Bandit, "reward_baseline") == set(bandit.REWARD_BASELINES)
-    assert choices(recipe_schema.Bandit, "gradient_clip_algorithm") == set(bandit.CLIP_ALGORITHMS)
-    assert choices(recipe_schema.Bandit, "loss_form") == set(losses.LOSS_FORMS)
-    assert choices(recipe_schema.BlocksModel, "init") == set(network.INITIALISATIONS)
+    assert choices(recipe_schema.BanditOptions, "reward") == set(REWARD_VARIANTS)
+    assert choices(recipe_schema.DQNOptions, "reward") == set(REWARD_VARIANTS)
+    assert choices(recipe_schema.BanditOptions, "update_weighting") == set(bandit.UPDATE_WEIGHTINGS)
+    assert choices(recipe_schema.BanditOptions, "reward_baseline") == set(bandit.REWARD_BASELINES)
+    assert choices(recipe_schema.BanditOptions, "gradient_clip_algorithm") == set(bandit.CLIP_ALGORITHMS)
+    assert choices(recipe_schema.BanditOptions, "loss_form") == set(losses.LOSS_FORMS)
+    assert choices(recipe_schema.BlocksNetworkOptions, "init") == set(network.INITIALISATIONS)
     assert choices(recipe_schema.StarSpaceOptions, "pooling") == set(starspace.POOLINGS)
     assert choices(recipe_schema.StarSpaceOptions, "similarity") == set(starspace.SIMILARITIES)
     assert choices(recipe_schema.BiRankerOptions, "pooling") == set(POOLINGS)
@@ -165,8 +196,8 @@ def test_the_recipe_script_prints_the_one_line_and_fails(tmp_path):
     import subprocess
     import sys
 
-    completed = subprocess.run([sys.executable, str(RECIPES / "blocks_policy.py"), "model.hidden_dim=0",
+    completed = subprocess.run([sys.executable, str(SCRIPTS / "blocks_policy.py"), "model.options.hidden_dim=0",
                                 f"run_dir={tmp_path / 'run'}"], capture_output=True, text=True, timeout=300)
     assert completed.returncode == 1
-    assert completed.stderr.strip() == "config key 'model.hidden_dim' must be an integer between 1 and 4096, got 0"
+    assert completed.stderr.strip() == "config key 'model.options.hidden_dim' must be an integer between 1 and 4096, got 0"
     assert not (tmp_path / "run").exists()  # refused before any work

@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 from collections import Counter
 from functools import lru_cache
-from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,13 +19,9 @@ from omegaconf import OmegaConf
 from zoo import recipe_schema
 from zoo.experiment import load_config
 from zoo.recipe_schema import RecipeConfigError
+from zoo.recipes import list_recipes, recipe_files
 
-RECIPES = Path(__file__).resolve().parent.parent / "recipes"
-RECIPE_FILES = {
-    **{name: [RECIPES / "light_common.yaml", RECIPES / f"{name}.yaml"]
-       for name in ("light_bi", "light_cross", "light_generative", "light_memnet", "light_starspace")},
-    "blocks_policy": [RECIPES / "blocks_policy.yaml"],
-}
+RECIPE_FILES = {name.replace("-", "_"): recipe_files(name) for name in list_recipes()}
 EXAMPLES = int(os.environ.get("ZOO_SCHEMA_FUZZ_EXAMPLES", "1000"))
 REFUSALS = ("config key ", "unknown config key ", "cannot read the configuration")
 OUTCOMES: Counter = Counter()

@@ -32,11 +32,13 @@ from zoo.run_directory import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-BLOCKS_TINY = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "model.embedding_dim=8",
-               "model.lstm_dim=8", "model.image_dim=8", "model.conv_channels=4", "model.block_embedding_dim=4",
-               "model.direction_embedding_dim=4", "model.hidden_dim=8", "evaluation.gifs=0", "logger.kind=none",
-               "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "threads=1", "bandit.warmup_epochs=1",
-               "bandit.episodes_per_batch=4"]
+BLOCKS_TINY = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}",
+               "model.options.embedding_dim=8", "model.options.lstm_dim=8", "model.options.image_dim=8",
+               "model.options.conv_channels=4", "model.options.block_embedding_dim=4",
+               "model.options.direction_embedding_dim=4", "model.options.hidden_dim=8", "evaluation.gifs=0",
+               "logger.kind=none", "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "threads=1",
+               "data.episodes_per_batch=4"]
+BANDIT = ["model.name=blocks-bandit", "start.warmup_epochs=1"]
 
 
 def config(run_dir, **changes):
@@ -150,15 +152,17 @@ def test_a_stage_is_reused_only_by_the_configuration_that_made_it(tmp_path):
 
 def test_the_blocks_warmup_identity_changes_with_seed_and_sizes_not_with_the_bandit():
     from zoo.experiment import load_config
-    from zoo.training.blocks import DEFAULT_CONFIG, warmup_sha256
+    from zoo.recipes import recipe_files
+    from zoo.training.blocks import warmup_sha256
 
-    def sha(*overrides):
-        return warmup_sha256(load_config(DEFAULT_CONFIG, ["method=bandit", *overrides]))
+    def sha(*overrides, recipe="blocks-bandit"):
+        return warmup_sha256(load_config(recipe_files(recipe), list(overrides)))
 
     base = sha()
-    assert sha("seed=1") != base and sha("model.hidden_dim=60") != base and sha("bandit.warmup_epochs=3") != base
-    assert sha("supervised.learning_rate=0.5") != base
-    assert sha("bandit.reward=distance") == base and sha("trainer.max_epochs=40") == base and sha("method=reinforce") == base
+    assert sha("seed=1") != base and sha("model.options.hidden_dim=60") != base and sha("start.warmup_epochs=3") != base
+    assert sha("start.warmup_learning_rate=0.5") != base
+    assert sha("model.options.reward=distance") == base and sha("trainer.max_epochs=40") == base \
+        and sha(recipe="blocks-reinforce") == base
 
 
 def test_legs_add_up_to_the_run():
@@ -259,28 +263,29 @@ def test_light_rerun_of_a_finished_run_reports_it_unchanged_and_an_allowed_exten
 def test_blocks_resumed_with_another_reward_size_or_learning_rate_is_refused(tmp_path):
     recipe = blocks_recipe()
     run_dir = tmp_path / "bandit"
-    recipe.main([*BLOCKS_TINY, "method=bandit", f"run_dir={run_dir}"])
+    recipe.main([*BLOCKS_TINY, *BANDIT, f"run_dir={run_dir}"])
     assert marker_record(run_dir / "warmup")["config_sha256"] == marker_record(run_dir / "warmup" / "pretrained")["config_sha256"]
     before = snapshot(run_dir)
-    for changed in (["bandit.reward=distance", "model.hidden_dim=60"], ["supervised.learning_rate=0.5"], ["seed=3"]):
+    for changed in (["model.options.reward=distance", "model.options.hidden_dim=60"], ["start.warmup_learning_rate=0.5"],
+                    ["seed=3"]):
         with pytest.raises(SystemExit, match="another configuration") as refused:
-            recipe.main([*BLOCKS_TINY, "method=bandit", f"run_dir={run_dir}", *changed])
+            recipe.main([*BLOCKS_TINY, *BANDIT, f"run_dir={run_dir}", *changed])
         assert "\n" not in str(refused.value)
     assert snapshot(run_dir) == before
     os.unlink(run_dir / "checkpoints" / "last.ckpt")  # the bandit's own state gone: the warm-up is still this config's
     (run_dir / "warmup" / MARKER_NAME).write_text(json.dumps({"written_by": "zoo", "kind": "run",
                                                               "config_sha256": "0" * 64}))
     with pytest.raises(SystemExit, match="the supervised warm-up .* another configuration"):
-        recipe.main([*BLOCKS_TINY, "method=bandit", f"run_dir={run_dir}"])
+        recipe.main([*BLOCKS_TINY, *BANDIT, f"run_dir={run_dir}"])
 
 
 def test_a_moved_run_folder_resumes_and_exports_from_its_new_place(tmp_path):
     recipe = blocks_recipe()
     first, second = tmp_path / "first", tmp_path / "elsewhere" / "second"
-    recipe.main([*BLOCKS_TINY, "method=supervised", f"run_dir={first}"])
+    recipe.main([*BLOCKS_TINY, "model.name=blocks-supervised", f"run_dir={first}"])
     second.parent.mkdir()
     shutil.move(first, second)
-    recipe.main([*BLOCKS_TINY, "method=supervised", "trainer.max_epochs=2", "resume.allow_changed=[trainer.max_epochs]",
+    recipe.main([*BLOCKS_TINY, "model.name=blocks-supervised", "trainer.max_epochs=2", "resume.allow_changed=[trainer.max_epochs]",
                  f"run_dir={second}"])
     assert (second / "checkpoints" / "epoch001.ckpt").is_file() and not first.exists()
     best = torch.load(second / "checkpoints" / "last.ckpt", weights_only=True)["callbacks"]

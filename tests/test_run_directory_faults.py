@@ -18,11 +18,11 @@ from omegaconf import OmegaConf
 
 REPO = Path(__file__).resolve().parent.parent
 TINY = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "data.batch_size=8",
-        "model.embedding_dim=8", "model.lstm_dim=8", "model.image_dim=8", "model.conv_channels=4",
-        "model.block_embedding_dim=4", "model.direction_embedding_dim=4", "model.hidden_dim=8", "evaluation.gifs=0",
-        "logger.kind=none", "trainer.enable_progress_bar=false", "threads=1", "method=supervised"]
+        "model.options.embedding_dim=8", "model.options.lstm_dim=8", "model.options.image_dim=8", "model.options.conv_channels=4",
+        "model.options.block_embedding_dim=4", "model.options.direction_embedding_dim=4", "model.options.hidden_dim=8", "evaluation.gifs=0",
+        "logger.kind=none", "trainer.enable_progress_bar=false", "threads=1", "model.name=blocks-supervised"]
 LARGE = [*TINY[:3], "evaluation.gifs=0", "logger.kind=none", "trainer.enable_progress_bar=false", "threads=1",
-         "method=supervised"]  # the paper's model sizes: checkpoints of about 8 MB
+         "model.name=blocks-supervised"]  # the paper's model sizes: checkpoints of about 8 MB
 
 pytestmark = pytest.mark.slow
 

@@ -14,14 +14,14 @@ python="${PYTHON:-python}"
 runs="${ZOO_RUNS:-runs/blocks}"
 start="$runs/sup-orig-s1/checkpoints/epoch001.ckpt"
 declare -A ROW=(
-  [f1]="method=bandit bandit.reward=f1"                # w/o F2 (distance shaping only)
-  [f2]="method=bandit bandit.reward=f2"                # w/o F1 (demonstration advice only)
-  [problem]="method=bandit bandit.reward=problem"      # w/o F1 and F2 (the problem reward alone)
-  [distance]="method=bandit bandit.reward=distance"    # a plain distance reward instead of F1+F2
-  [reinforce]="method=reinforce"                       # REINFORCE, reward-to-go, same start
-  [no-supervised-init]="method=bandit bandit.warmup_epochs=0"
-  [no-previous-action]="method=bandit model.use_previous_action=false"   # its own supervised start, below
-  [dqn]="method=dqn"
+  [f1]="model.name=blocks-bandit model.options.reward=f1"            # w/o F2 (distance shaping only)
+  [f2]="model.name=blocks-bandit model.options.reward=f2"            # w/o F1 (demonstration advice only)
+  [problem]="model.name=blocks-bandit model.options.reward=problem"  # w/o F1 and F2 (the problem reward alone)
+  [distance]="model.name=blocks-bandit model.options.reward=distance" # a plain distance reward instead of F1+F2
+  [reinforce]="model.name=blocks-reinforce"                           # REINFORCE, reward-to-go, same start
+  [no-supervised-init]="model.name=blocks-bandit start.warmup_epochs=0"
+  [no-previous-action]="model.name=blocks-bandit model.options.use_previous_action=false"   # its own supervised start, below
+  [dqn]="model.name=blocks-dqn"
 )
 for row in ${ROWS:-f1 f2 problem reinforce distance no-supervised-init no-previous-action dqn}; do
   run="$runs/ablation-$row"
@@ -32,12 +32,13 @@ for row in ${ROWS:-f1 f2 problem reinforce distance no-supervised-init no-previo
     no-previous-action)  # the network differs, so it needs a supervised start of its own (seed 1, ~1.2 h)
       warmup="$runs/sup-orig-s1-noprev"
       if [ ! -f "$warmup/checkpoints/epoch001.ckpt" ] && [ ! -f "$run/checkpoints/last.ckpt" ]; then
-        "$python" "$here/recipes/blocks_policy.py" method=supervised data.source=real data.supervised_schedule=replay \
-          model.init=original model.use_previous_action=false trainer.max_epochs=2 threads=1 seed=1 \
+        "$python" "$here/recipes/blocks_policy.py" model.name=blocks-supervised data.source=real \
+          data.supervised_schedule=replay model.options.init=original model.options.use_previous_action=false \
+          trainer.max_epochs=2 threads=1 seed=1 \
           run_dir="$warmup" evaluation.gifs=0
       fi
-      overrides+=("bandit.init_from=$warmup/checkpoints/epoch001.ckpt") ;;
-    *) overrides+=("bandit.init_from=$start") ;;
+      overrides+=("start.init_from=$warmup/checkpoints/epoch001.ckpt") ;;
+    *) overrides+=("start.init_from=$start") ;;
   esac
   "$python" "$here/recipes/blocks_policy.py" data.source=real threads=1 seed=1 "${overrides[@]}" \
     trainer.max_epochs="${EPOCHS:-2}" run_dir="$run" evaluation.gifs=0 "$@"

@@ -17,8 +17,8 @@ runs="${ZOO_RUNS:-runs/blocks}"
 warmup="$runs/sup-orig-s$seed"
 # The supervised start is needed only until the bandit has a last.ckpt of its own.
 if [ ! -f "$warmup/checkpoints/epoch001.ckpt" ] && [ ! -f "$runs/bandit-s$seed/checkpoints/last.ckpt" ]; then
-  "$python" "$here/recipes/blocks_policy.py" method=supervised data.source=real data.supervised_schedule=replay \
-    model.init=original trainer.max_epochs=2 threads=1 seed="$seed" run_dir="$warmup" evaluation.gifs=0
+  "$python" "$here/recipes/blocks_policy.py" model.name=blocks-supervised data.source=real data.supervised_schedule=replay \
+    model.options.init=original trainer.max_epochs=2 threads=1 seed="$seed" run_dir="$warmup" evaluation.gifs=0
 fi
-"$python" "$here/recipes/blocks_policy.py" method=bandit data.source=real threads=1 seed="$seed" \
-  bandit.init_from="$warmup/checkpoints/epoch001.ckpt" trainer.max_epochs=30 run_dir="$runs/bandit-s$seed" "$@"
+"$python" "$here/recipes/blocks_policy.py" model.name=blocks-bandit data.source=real threads=1 seed="$seed" \
+  start.init_from="$warmup/checkpoints/epoch001.ckpt" trainer.max_epochs=30 run_dir="$runs/bandit-s$seed" "$@"

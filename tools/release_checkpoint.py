@@ -55,7 +55,7 @@ def main() -> None:
         if args.weights_dtype:
             import torch
 
-            from zoo.grounded import Grounded
+            from zoo.factory import Grounded  # the factory: every model class can be named by the config
 
             source_dir = Path(staging) / "converted"
             Grounded.from_pretrained(args.directory).save_pretrained(source_dir,

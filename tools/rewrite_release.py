@@ -65,7 +65,7 @@ def differences(before, after) -> list[str]:
 
 def rewrite(directory: Path, max_shard_size: int | str = DEFAULT_MAX_SHARD_SIZE) -> tuple[list[Path], list[Path]]:
     """Rewrite ``directory``'s weights in place; returns (old weight files, new weight files)."""
-    from zoo.grounded import Grounded
+    from zoo.factory import Grounded  # the factory: every model class can be named by the config
 
     old_files = weight_files(directory)
     old_names = [p.name for p in old_files] + ([INDEX_FILE] if (directory / INDEX_FILE).is_file() else [])

@@ -31,12 +31,12 @@ _EXPORTS = {
     "BlocksSupervised": "zoo.models",
     "CrossRanker": "zoo.models",
     "GenerativeTransformer": "zoo.models",
-    "Grounded": "zoo.grounded",
+    "Grounded": "zoo.factory",  # the factory re-exports it, with its class lookup installed
     "LightDataModule": "zoo.light.datamodule",
-    "create_model": "zoo.registry",
-    "list_models": "zoo.registry",
+    "create_model": "zoo.factory",
+    "list_models": "zoo.factory",
     "list_pretrained": "zoo.hub",
-    "load_pretrained": "zoo.registry",
+    "load_pretrained": "zoo.factory",
 }
 
 __all__ = sorted(_EXPORTS)

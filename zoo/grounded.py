@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import lightning as L
 import torch
@@ -20,9 +20,29 @@ from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
 from zoo.safe_json import read_json
 from zoo.weights import DEFAULT_MAX_SHARD_SIZE, check_against_weights, load_weights, save_weights
 
-__all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "read_checkpoint_config", "refuse_remote_code"]
+__all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "read_checkpoint_config", "refuse_remote_code",
+           "set_class_lookup"]
 
 CONFIG_NAME = "config.json"
+
+_class_lookup: Callable[[str], type] | None = None
+"""``config.json`` class name -> class. This module imports nothing above it, so the floors above
+install the lookup: the registry (:mod:`zoo.registry`, imported by every model file) installs
+its table of the classes registered so far, and the factory (:mod:`zoo.factory`) replaces it
+with one that imports every model family first."""
+
+
+def set_class_lookup(lookup: Callable[[str], type]) -> None:
+    """Install the function that resolves a ``config.json`` ``model_class`` (``KeyError`` if unknown)."""
+    global _class_lookup
+    _class_lookup = lookup
+
+
+def _lookup_class(name: str) -> type:
+    if _class_lookup is None:  # no model file imported yet, so no class could be named
+        raise KeyError(f"model class {name!r} is not known: no model family is imported (load through the "
+                       "factory, zoo.Grounded.from_pretrained or zoo.load_pretrained, or import zoo.models first)")
+    return _class_lookup(name)
 
 
 class Grounded(L.LightningModule):
@@ -120,8 +140,6 @@ class Grounded(L.LightningModule):
 
 def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]:
     """The model class and constructor arguments in ``directory/config.json``, validated."""
-    from zoo.registry import model_class
-
     config_path = directory / CONFIG_NAME
     if not config_path.is_file():
         raise FileNotFoundError(f"{directory} has no {CONFIG_NAME}; is it a save_pretrained directory?")
@@ -133,7 +151,7 @@ def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]
     if extra:
         raise ValueError(f"{config_path} has unknown field(s) {', '.join(map(repr, extra))}")
     try:
-        target = model_class(payload["model_class"])
+        target = _lookup_class(payload["model_class"])
     except KeyError as error:
         raise ValueError(f"{config_path}: {error.args[0]}") from None
     if not issubclass(target, expected):

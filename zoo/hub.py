@@ -44,7 +44,6 @@ from urllib import request as urlrequest
 from urllib.error import HTTPError, URLError
 from urllib.parse import urlparse
 
-import zoo
 from zoo.files import STALE_SECONDS, remove_stale
 from zoo.paths import cache_dir
 from zoo.safe_json import JsonError, read_json
@@ -451,12 +450,12 @@ def manifest_path() -> Path:
     override = os.environ.get(MANIFEST_ENV)
     if override:
         return Path(override).expanduser()
-    return Path(zoo.__file__).resolve().parent / "manifest.json"
+    return Path(__file__).resolve().parent / "manifest.json"
 
 
 def checkout_checkpoints() -> Path | None:
     """``checkpoints/`` of the repository zoo runs from, if it runs from a checkout."""
-    candidate = Path(zoo.__file__).resolve().parent.parent / "checkpoints"
+    candidate = Path(__file__).resolve().parent.parent / "checkpoints"
     return candidate if candidate.is_dir() else None
 
 

@@ -2,7 +2,10 @@
 directory, or a released name; and, for Blocks, several names as one ensemble.
 
 The command line, the games and the benchmarks all take such names, so they resolve them
-here, in one place, and each refuses a model of the other benchmark in one line.
+here, in one place, and each refuses a model of the other benchmark in one line. The names
+of the zoo itself (``create_model``, released names) are the factory's (:mod:`zoo.factory`),
+imported when a name is resolved: the commands import this module to build their parsers,
+which must not load torch.
 """
 
 from __future__ import annotations
@@ -18,8 +21,7 @@ LIGHT_BASELINES = {"random": "light-random", "ir": "light-ir", "fasttext": "ligh
 def load_policy(name: str, seed: int = 0):
     """A Blocks baseline by short name, else a training run's ``.ckpt`` (any epoch, read with
     ``weights_only``), a checkpoint directory or a released name."""
-    from zoo.grounded import Grounded
-    from zoo.registry import create_model
+    from zoo.factory import Grounded, create_model
 
     if name in BLOCKS_BASELINES:
         return create_model(BLOCKS_BASELINES[name], **({"seed": seed} if name == "random" else {}))
@@ -56,8 +58,7 @@ def load_policies(names: Sequence[str], seed: int = 0):
 
 def load_ranker(name: str, seed: int = 0):
     """A LIGHT baseline by short name (fresh), else a ``save_pretrained`` directory or released name."""
-    from zoo.grounded import Grounded
-    from zoo.registry import create_model
+    from zoo.factory import Grounded, create_model
 
     if name in LIGHT_BASELINES:
         return create_model(LIGHT_BASELINES[name], **({"seed": seed} if name == "random" else {}))

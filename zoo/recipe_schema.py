@@ -6,9 +6,9 @@ later, hang it, or train nonsense (a seed Lightning cannot take, ``data.batch_si
 a 400 GB embedding table, 99 DDP processes on a 2-core machine) stops it before any work
 with one line: ``config key 'data.batch_size' must be an integer >= 1, got 0``.
 
-The sections mirror the YAML files: :class:`LightRecipe` for ``recipes/light_*.yaml`` merged
+The sections mirror the YAML files (``zoo/recipes/``): :class:`LightRecipe` for ``light_*.yaml`` merged
 over ``light_common.yaml`` (one options class per ``model.name``), :class:`BlocksRecipe` for
-``recipes/blocks_policy.yaml`` (one section per training method). Pydantic does the checking
+``blocks_*.yaml`` merged over ``blocks_common.yaml`` (one per objective: its ``model.options``, ``start`` and ``loop``). Pydantic does the checking
 (strict types: ``true`` is not a size, ``2.5`` is not an epoch count; no inf or nan); this
 module only states the rules and turns pydantic's report into one line.
 """
@@ -370,7 +370,7 @@ LightModel = Annotated[Union[tuple(_light_model(n, o) for n, o in LIGHT_MODELS.i
 
 
 class LightRecipe(Section):
-    """``recipes/light_common.yaml`` with one model's YAML merged over it."""
+    """``zoo/recipes/light_common.yaml`` with one model's YAML merged over it."""
 
     seed: Seed
     threads: Optional[Annotated[int, Field(ge=1, le=4096)]]
@@ -396,45 +396,80 @@ class BlocksData(Section):
     num_workers: Annotated[int, Field(ge=0, le=256)]
     procedural_sizes: Optional[dict[Literal["train", "dev", "test"], Count]]
     limit: Optional[Union[Count, dict[Literal["train", "tuning", "dev"], Optional[Count]]]] = None
-
-
-class BlocksModel(Section):
-    """``zoo.models.blocks.BlocksPolicy``'s sizes (the paper's Appendix C)."""
-
-    embedding_dim: Width
-    lstm_dim: Width
-    image_dim: Width
-    conv_channels: Channels
-    block_embedding_dim: Width
-    direction_embedding_dim: Width
-    hidden_dim: Width
-    use_previous_action: bool
-    init: Literal["original", "glorot"]
-
-
-class Supervised(Section):
-    learning_rate: Rate
-
-
-class Bandit(Section):
-    learning_rate: Rate
-    entropy_coefficient: NonNegative
-    reward: Literal["problem", "f1", "f2", "shaped", "distance"]
-    failure_penalty: Number
     episodes_per_batch: Annotated[int, Field(ge=1, le=4096)]
-    episodes_per_update: Annotated[int, Field(ge=1, le=4096)]
-    update_weighting: Literal["steps", "episodes"]
-    reward_baseline: Literal["none", "mean"]
-    loss_form: Literal["original", "joint"]
-    gradient_clip_algorithm: Literal["per_parameter", "global"]
+
+
+class BlocksNetworkOptions(OpenSection):
+    """``zoo.models.blocks.BlocksPolicy``'s sizes (the paper's Appendix C); every objective takes them."""
+
+    embedding_dim: Width = 150
+    lstm_dim: Width = 250
+    image_dim: Width = 200
+    conv_channels: Channels = 32
+    block_embedding_dim: Width = 32
+    direction_embedding_dim: Width = 24
+    hidden_dim: Width = 120
+    use_previous_action: bool = True
+    init: Literal["original", "glorot"] = "glorot"
+    learning_rate: Rate = 1e-3
+
+
+Reward = Literal["problem", "f1", "f2", "shaped", "distance"]
+
+
+class BanditOptions(BlocksNetworkOptions):
+    """``BlocksBandit`` and ``BlocksReinforce``: the objective's settings beside the sizes."""
+
+    entropy_coefficient: NonNegative = 0.1
+    reward: Reward = "shaped"
+    failure_penalty: Number = -1.0
+    episodes_per_update: Annotated[int, Field(ge=1, le=4096)] = 1
+    update_weighting: Literal["steps", "episodes"] = "steps"
+    reward_baseline: Literal["none", "mean"] = "none"
+    loss_form: Literal["original", "joint"] = "original"
+    gradient_clip_val: Optional[NonNegative] = 5.0
+    gradient_clip_algorithm: Literal["per_parameter", "global"] = "per_parameter"
+
+
+class DQNOptions(BlocksNetworkOptions):
+    discount: Fraction = 0.9
+    reward: Reward = "shaped"
+    failure_penalty: Number = -1.0
+
+
+class DaggerOptions(BlocksNetworkOptions):
+    gradient_clip_val: Optional[NonNegative] = 5.0
+    gradient_clip_algorithm: Literal["per_parameter", "global"] = "per_parameter"
+    beta_start: Fraction = 1.0
+    beta_decay: Annotated[float, Field(gt=0, le=1)] = 0.99
+    beta_end: Fraction = 0.0
+
+    @model_validator(mode="after")
+    def _beta_falls(self):
+        if self.beta_end > self.beta_start:
+            raise RecipeConfigError(f"config key 'model.options.beta_end' must be at most model.options.beta_start "
+                                    f"({self.beta_start}), got {self.beta_end}")
+        return self
+
+
+class WarmStart(Section):
+    """Where a bandit's weights begin: a policy, or a supervised warm-up trained in the run."""
+
     init_from: Optional[str]
     warmup_epochs: CountOrZero
+    warmup_learning_rate: Rate
     reset_direction_head: bool
 
 
-class DQN(Section):
-    learning_rate: Rate
-    discount: Fraction
+class PolicyStart(Section):
+    """Where DAgger's weights begin: a policy, or fresh ones."""
+
+    init_from: Optional[str]
+
+
+class ReplayLoop(Section):
+    """The DQN loop's replay and exploration schedule."""
+
     replay_size: Count
     batch_size: Count
     epsilon_start: Fraction
@@ -442,12 +477,9 @@ class DQN(Section):
     epsilon_steps: Count
 
 
-class Dagger(Section):
-    learning_rate: Rate
-    init_from: Optional[str]
-    beta_start: Fraction
-    beta_decay: Fraction
-    beta_end: Fraction
+class ExpertLoopSettings(Section):
+    """The DAgger loop's rollouts and replay."""
+
     policy_actions: Literal["greedy", "sample"]
     replay_size: Count
     batch_size: Count
@@ -461,18 +493,13 @@ class Evaluation(Section):
 
 
 class BlocksRecipe(Section):
-    """``recipes/blocks_policy.yaml``: every method's section is checked, whichever runs."""
+    """``zoo/recipes/blocks_common.yaml`` with one objective's YAML merged over it; the subclasses
+    below say which ``model.options``, ``start`` and ``loop`` each objective takes."""
 
     seed: Seed
     threads: Optional[Annotated[int, Field(ge=1, le=4096)]]
-    method: Literal["supervised", "planner", "bandit", "reinforce", "dqn", "dagger"]
     run_dir: str
     data: BlocksData
-    model: BlocksModel
-    supervised: Supervised
-    bandit: Bandit
-    dqn: DQN
-    dagger: Dagger
     evaluation: Evaluation
     checkpoint: Checkpoint
     logger: Logger
@@ -480,10 +507,49 @@ class BlocksRecipe(Section):
     trainer: Trainer
 
 
+def _blocks_recipe(name: str, options: type[OpenSection], start: type[Section] | None = None,
+                   loop: type[Section] | None = None) -> type[BlocksRecipe]:
+    model = type(f"{options.__name__}Model{name.title().replace('-', '')}", (Section,), {
+        "__annotations__": {"name": Literal[name], "options": Optional[options]}, "options": None})
+    fields: dict[str, Any] = {"model": model}
+    fields.update({"start": start} if start else {})
+    fields.update({"loop": loop} if loop else {})
+    return type(f"BlocksRecipe{name.title().replace('-', '')}", (BlocksRecipe,), {"__annotations__": fields})
+
+
+BLOCKS_RECIPES: dict[str, type[BlocksRecipe]] = {
+    "blocks-supervised": _blocks_recipe("blocks-supervised", BlocksNetworkOptions),
+    "blocks-planner": _blocks_recipe("blocks-planner", BlocksNetworkOptions),
+    "blocks-bandit": _blocks_recipe("blocks-bandit", BanditOptions, WarmStart),
+    "blocks-reinforce": _blocks_recipe("blocks-reinforce", BanditOptions, WarmStart),
+    "blocks-dqn": _blocks_recipe("blocks-dqn", DQNOptions, loop=ReplayLoop),
+    "blocks-dagger": _blocks_recipe("blocks-dagger", DaggerOptions, PolicyStart, ExpertLoopSettings),
+}
+"""``model.name`` -> the schema of that objective's recipe."""
+
+
+class AnyBlocksModel(Section):
+    name: str
+    options: Optional[BlocksNetworkOptions] = None
+
+
+class OtherBlocksRecipe(BlocksRecipe):
+    """An objective registered beyond the recipes above: its options are checked against its
+    constructor, its ``start`` and ``loop`` by its keys' own checks."""
+
+    model: AnyBlocksModel
+    start: Optional[dict[str, Any]] = None
+    loop: Optional[dict[str, Any]] = None
+
+
 # ----------------------------------------------------------------------------------- checking
 def recipe_schema(config: dict) -> type[Section]:
-    """Blocks configs have a ``method``; LIGHT configs name their model."""
-    return BlocksRecipe if "method" in config else LightRecipe
+    """Both domains name their model (``model.name``); a Blocks one is ``blocks-*``."""
+    model = config.get("model")
+    name = model.get("name") if isinstance(model, dict) else None
+    if isinstance(name, str) and name.startswith("blocks-"):
+        return BLOCKS_RECIPES.get(name, OtherBlocksRecipe)
+    return LightRecipe
 
 
 def check_recipe_config(config) -> None:

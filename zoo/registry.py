@@ -1,7 +1,14 @@
-"""Model names -> constructors with default configs (timm-style).
+"""Model names -> classes with default configs (timm's ``_registry``): a table, nothing more.
 
-``create_model("blocks-random")`` builds a fresh model; ``load_pretrained("blocks-bandit")``
-builds one with released weights. Each model family registers itself where it is defined.
+Each model family registers itself where it is defined (``@register_model("blocks-random")``);
+this module imports no model and nothing above the core, so every model file may import it.
+Building a model from a name, listing names and loading releases or ``config.json`` class
+names is the factory's job, one floor up: :mod:`zoo.factory` (``create_model``,
+``list_models``, ``load_pretrained``, ``model_class``), which imports every model family
+first, so a name is known before it is looked up.
+
+Importing it also installs :func:`registered_class` as the class lookup of
+``Grounded.from_pretrained`` (``zoo.grounded`` sits below and imports nothing above it).
 """
 
 from __future__ import annotations
@@ -10,28 +17,31 @@ import fnmatch
 from dataclasses import dataclass, field
 from typing import Callable
 
-from zoo.grounded import Grounded
+from zoo.grounded import set_class_lookup
+
+__all__ = ["ModelSpec", "register_class", "register_class_name", "register_model", "registered_class",
+           "registered_names", "registered_spec"]
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
-    cls: type[Grounded]
+    cls: type
     defaults: dict = field(default_factory=dict)
     description: str = ""
 
 
 _MODELS: dict[str, ModelSpec] = {}
-_CLASSES: dict[str, type[Grounded]] = {}
+_CLASSES: dict[str, type] = {}
 
 
-def register_class(cls: type[Grounded]) -> type[Grounded]:
+def register_class(cls: type) -> type:
     """Make ``cls`` loadable by its name from a ``config.json``."""
     _CLASSES[cls.__name__] = cls
     return cls
 
 
-def register_class_name(name: str, cls: type[Grounded]) -> None:
+def register_class_name(name: str, cls: type) -> None:
     """Make a former name of ``cls`` (one that saved configs still hold) load as ``cls``."""
     if name in _CLASSES and _CLASSES[name] is not cls:
         raise ValueError(f"class name {name!r} is already registered to {_CLASSES[name].__name__}")
@@ -41,7 +51,7 @@ def register_class_name(name: str, cls: type[Grounded]) -> None:
 def register_model(name: str, defaults: dict | None = None, description: str = "") -> Callable:
     """Decorator: register ``cls`` under ``name`` with default constructor arguments."""
 
-    def decorate(cls: type[Grounded]) -> type[Grounded]:
+    def decorate(cls: type) -> type:
         if name in _MODELS and _MODELS[name].cls is not cls:
             raise ValueError(f"model name {name!r} is already registered to {_MODELS[name].cls.__name__}")
         register_class(cls)
@@ -51,47 +61,24 @@ def register_model(name: str, defaults: dict | None = None, description: str = "
     return decorate
 
 
-def _ensure_models_imported() -> None:
-    import zoo.models  # noqa: F401  (importing registers every model family)
-
-
-def list_models(pattern: str | None = None) -> list[str]:
-    """Registered model names, optionally filtered by a shell pattern such as ``"blocks-*"``."""
-    _ensure_models_imported()
+def registered_names(pattern: str | None = None) -> list[str]:
+    """The model names registered so far, optionally filtered by a shell pattern."""
     names = sorted(_MODELS)
     return [n for n in names if fnmatch.fnmatch(n, pattern)] if pattern else names
 
 
-def model_spec(name: str) -> ModelSpec:
-    _ensure_models_imported()
+def registered_spec(name: str) -> ModelSpec:
+    """The spec registered under ``name``; ``KeyError`` (one line, the known names) if none is."""
     if name not in _MODELS:
         raise KeyError(f"unknown model {name!r}; known models: {', '.join(sorted(_MODELS))}")
     return _MODELS[name]
 
 
-def create_model(name: str, pretrained: bool = False, **overrides) -> Grounded:
-    """A new, untrained model: the registered defaults updated by ``overrides``; with
-    ``pretrained=True`` the released weights of that name instead (timm's convention: one
-    namespace for architectures and releases, e.g. ``create_model("light-bi-ranker", pretrained=True)``
-    or ``create_model("blocks-bandit", pretrained=True)``)."""
-    if pretrained:
-        from zoo.hub import list_pretrained
-
-        if name not in list_pretrained():
-            raise KeyError(f"no released weights named {name!r}; released: {', '.join(list_pretrained())}")
-        return load_pretrained(name, **overrides)
-    spec = model_spec(name)
-    return spec.cls(**{**spec.defaults, **overrides})
-
-
-def model_class(class_name: str) -> type[Grounded]:
-    """The model class named in a checkpoint's ``config.json``."""
-    _ensure_models_imported()
+def registered_class(class_name: str) -> type:
+    """The class registered under a ``config.json`` class name (its own or a former one)."""
     if class_name not in _CLASSES:
         raise KeyError(f"unknown model class {class_name!r}; known classes: {', '.join(sorted(_CLASSES))}")
     return _CLASSES[class_name]
 
 
-def load_pretrained(name: str, **overrides) -> Grounded:
-    """A released model by manifest name (see ``list_pretrained()``), downloaded and verified."""
-    return Grounded.from_pretrained(name, **overrides)
+set_class_lookup(registered_class)

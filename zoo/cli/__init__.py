@@ -1,5 +1,5 @@
 """The ``zoo`` command. Each area adds its own subcommands from a module of this package
-(``zoo/cli/blocks.py``, ``light.py``, ``play.py``).
+(``zoo/cli/blocks.py``, ``light.py``, ``play.py``, ``train.py``).
 
 The CLI joins the domains (``zoo.light``, ``zoo.blocks``) to the models: it may import both,
 and neither domain imports it (``tests/test_layout.py``). Subcommand modules import torch,
@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-COMMAND_MODULES = ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play")
+COMMAND_MODULES = ("zoo.cli.blocks", "zoo.cli.light", "zoo.cli.play", "zoo.cli.train")
 """Modules exposing ``add_commands(subparsers, eval_subparsers)``."""
 
 
@@ -48,7 +48,7 @@ def _version() -> str:
 
 def _list_models(args) -> int:
     from zoo.hub import list_pretrained
-    from zoo.registry import list_models
+    from zoo.factory import list_models
 
     print("models:", ", ".join(list_models(args.pattern)))
     print("pretrained:", ", ".join(list_pretrained()) or "(none released yet)")

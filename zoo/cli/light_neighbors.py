@@ -30,7 +30,7 @@ def add_neighbors_command(commands) -> None:
 
 
 def _load(model: str):
-    from zoo.grounded import Grounded
+    from zoo.factory import Grounded  # the factory: every model class can be named by the config
     from zoo.models.starspace import StarSpaceRanker
 
     loaded = Grounded.from_pretrained(model)

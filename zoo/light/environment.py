@@ -68,7 +68,7 @@ def load_world(data_dir: str | os.PathLike | None = None, source: str = "auto") 
 
 def authored_world() -> World:
     """The packaged authored world (our own text; docs/light_data.md §8a layout)."""
-    text = resources.files("zoo.light").joinpath("authored_world.json").read_text(encoding="utf-8")
+    text = resources.files(__package__).joinpath("authored_world.json").read_text(encoding="utf-8")
     return world_from_environment(json.loads(text), source="authored")
 
 

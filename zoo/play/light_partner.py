@@ -204,7 +204,7 @@ def load_light_model(name: str):
     serving many games, or a test session, pays for it once)."""
     from zoo.loading import load_ranker
     from zoo.hub import list_pretrained
-    from zoo.registry import list_models
+    from zoo.factory import list_models
 
     if name in list_models("light-*") and name not in list_pretrained() and not any(c in name for c in "/.~"):
         raise ValueError(f"{name} is a registered model without released weights; pass the save_pretrained "

@@ -1,12 +1,19 @@
-"""The training script behind ``recipes/blocks_policy.py``: the block policy of Misra, Langford
-& Artzi (2017), trained supervised, with the contextual bandit, REINFORCE, DQN, DAgger or an oracle planner.
+"""The training script behind ``zoo train blocks-*`` and ``recipes/blocks_policy.py``: the block
+policy of Misra, Langford & Artzi (2017), trained by any registered objective (supervised, the
+contextual bandit, REINFORCE, DQN, DAgger, an oracle planner).
 
-``main`` reads the recipe's YAML (with ``--config`` files and dotted overrides), builds the
-:class:`BlocksDataModule`, the policy (for the RL methods: its supervised initialisation),
-the callbacks (rollout evaluation on tuning and dev, the bandit or DQN loop, checkpoints) and
-the Trainer, and fits. Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists;
-the best policy by tuning-set error is exported with ``save_pretrained`` to
-``<run_dir>/pretrained`` (load it with ``zoo eval blocks --model <run_dir>/pretrained``).
+``main`` reads the recipe (``zoo/recipes/blocks_common.yaml`` and the objective's
+``blocks_<objective>.yaml``, with ``--config`` files and dotted overrides), builds the
+policy named by ``model.name`` from ``model.options`` (options checked against its
+constructor), the :class:`BlocksDataModule` in the data mode the objective declares
+(``BlocksPolicy.data_mode``), the loop that collects its experience
+(``BlocksPolicy.training_loop``, :mod:`zoo.callbacks.objective_loops`), rollout evaluation
+on tuning and dev, checkpoints and the Trainer, and fits. A recipe with a ``start`` section
+starts the objective from a policy (``start.init_from``) or a supervised warm-up trained here
+(``start.warmup_epochs``). Nothing here names an objective: a new one trains with no line added.
+Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the best policy by
+tuning-set error is exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it
+with ``zoo eval blocks --model <run_dir>/pretrained``).
 """
 
 from __future__ import annotations
@@ -20,8 +27,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
-from zoo.blocks.reward import RewardConfig
-from zoo.callbacks import ContextualBanditLoop, DQNLoop, ExpertLoop
+from zoo.callbacks.objective_loops import loop_callbacks
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.callbacks.run_legs import RunLegs
 from zoo.callbacks.train_clock import TrainClock
@@ -36,14 +42,29 @@ from zoo.experiment import (
     start_run,
 )
 from zoo.files import marker_record
-from zoo.models.blocks import BlocksDagger, BlocksDQN, BlocksPlanner, BlocksPolicy, BlocksSupervised, objective_class
+from zoo.models.blocks import BlocksPolicy, BlocksSupervised
+from zoo.models.blocks.network import NETWORK_OPTIONS
 from zoo.models.blocks.policy import load_training_checkpoint
+from zoo.recipes import recipe_files
 from zoo.run_directory import RunDirectory, config_sha256, identity, one_line_write_errors, stage_sha256, take_stage
+from zoo.training.model_options import model_options
 
-DEFAULT_CONFIG = Path(__file__).resolve().parents[2] / "recipes" / "blocks_policy.yaml"
-"""The recipe's YAML in a clone of the repository (``recipes/`` is not part of the wheel)."""
-RL_METHODS = ("bandit", "reinforce", "dqn")
+DEFAULT_RECIPE = "blocks-supervised"
+"""The recipe ``recipes/blocks_policy.py`` runs unless ``model.name=blocks-OBJECTIVE`` picks another."""
 log = logging.getLogger("blocks_policy")
+
+
+def blocks_recipe_files(argv: Sequence[str], recipe: str | None = None) -> list[Path]:
+    """The packaged YAML of the recipe: ``recipe`` (``zoo train blocks-bandit``), else the one a
+    ``model.name=blocks-X`` override names (``python recipes/blocks_policy.py model.name=blocks-bandit``),
+    else the supervised one."""
+    if recipe is None:
+        named = [arg.split("=", 1)[1] for arg in argv if arg.startswith("model.name=")]
+        recipe = named[-1] if named else DEFAULT_RECIPE
+    try:
+        return recipe_files(recipe)
+    except KeyError as error:
+        raise SystemExit(f"model.name: {error.args[0]}") from None
 
 
 def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
@@ -59,7 +80,7 @@ def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
         data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
         num_workers=data.num_workers, seed=config.seed, mode=mode,
         procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
-        episodes_per_batch=config.bandit.episodes_per_batch, supervised_schedule=data.supervised_schedule,
+        episodes_per_batch=data.episodes_per_batch, supervised_schedule=data.supervised_schedule,
         replay_capacity=data.replay_capacity,
         limit=OmegaConf.to_container(data.limit) if isinstance(data.limit, DictConfig) else data.limit,
     )
@@ -109,83 +130,79 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
     return policy
 
 
-def supervised_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlocksPolicy:
-    return BlocksSupervised(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
+def split_options(options: dict) -> tuple[dict, dict]:
+    """``model.options`` as (the network's sizes, the objective's settings); ``init`` counts as
+    both: it is also the scheme of the direction head a start re-initialises."""
+    network = {key: value for key, value in options.items() if key in NETWORK_OPTIONS}
+    settings = {key: value for key, value in options.items() if key not in NETWORK_OPTIONS or key == "init"}
+    return network, settings
 
 
-WARMUP_EXCLUDED = ("method", "bandit", "dqn", "dagger", "trainer.max_epochs")
-"""What does not determine the supervised warm-up (the RL stage's settings, the RL schedule's length)."""
+WARMUP_EXCLUDED = ("model.name", "start", "loop", "data.episodes_per_batch", "trainer.max_epochs")
+"""What does not determine the supervised warm-up (the objective, its start and loop, the episodes
+it rolls out, the schedule's length); the objective's own settings in ``model.options`` neither."""
 
 
 def warmup_sha256(config: DictConfig) -> str:
-    """The warm-up's identity: every setting it is trained from (seed, data, model sizes,
-    supervised settings, trainer, evaluation) and its number of epochs; changing any of them
+    """The warm-up's identity: every setting it is trained from (seed, data, network sizes,
+    its learning rate, trainer, evaluation) and its number of epochs; changing any of them
     means another warm-up."""
-    return config_sha256({"settings": stage_sha256(identity(config), WARMUP_EXCLUDED),
-                          "warmup_epochs": config.bandit.warmup_epochs})
+    settings = identity(config)
+    network, _ = split_options(settings["model"].get("options") or {})
+    settings["model"] = {"options": network}
+    return config_sha256({"settings": stage_sha256(settings, WARMUP_EXCLUDED),
+                          "warmup_epochs": config.start.warmup_epochs,
+                          "warmup_learning_rate": config.start.warmup_learning_rate})
 
 
-def initial_rl_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksPolicy:
-    """The paper's initialisation: a supervised policy (trained here for ``warmup_epochs`` or
-    loaded from ``init_from``) whose direction head is then re-initialised. With
-    ``warmup_epochs=0`` and no ``init_from``, a random initialisation (the "w/o supervised
-    init" ablation). DQN always starts from random weights: its Q head has no softmax to
-    inherit. A run resuming from its own ``last.ckpt`` takes the policy from there, so the
-    start it was initialised from need not exist any more (a fresh clone carries only the
-    run's state, ``tools/carry_runs.py``)."""
-    bandit = config.bandit
-    if config.method == "dqn":
-        return BlocksDQN(vocabulary, **config.model, learning_rate=config.dqn.learning_rate,
-                         discount=config.dqn.discount)
-    objective = objective_class(config.method)
-    overrides = dict(learning_rate=bandit.learning_rate,
-                     entropy_coefficient=bandit.entropy_coefficient, episodes_per_update=bandit.episodes_per_update,
-                     update_weighting=bandit.update_weighting, reward_baseline=bandit.reward_baseline,
-                     loss_form=bandit.loss_form, gradient_clip_algorithm=bandit.gradient_clip_algorithm,
-                     gradient_clip_val=config.trainer.gradient_clip_val, init=config.model.init)
+def warmup_policy(config: DictConfig, datamodule: BlocksDataModule) -> BlocksSupervised:
+    network, _ = split_options(OmegaConf.to_container(config.model.options, resolve=True))
+    return BlocksSupervised(datamodule.vocabulary.words, **network, learning_rate=config.start.warmup_learning_rate)
+
+
+def initial_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksPolicy:
+    """The policy ``model`` names, from ``model.options``. With a ``start`` section, the
+    paper's initialisation: a policy (``start.init_from``: a pretrained dir, a released name or a
+    ``.ckpt``, or a supervised warm-up trained here for ``start.warmup_epochs``) under this
+    objective with these settings, its direction head re-initialised when
+    ``start.reset_direction_head``; with neither, fresh weights (the bandit's "w/o supervised
+    init" ablation, DAgger from scratch). A run resuming from its own ``last.ckpt`` takes the
+    policy from there, so the start it was initialised from need not exist any more (a fresh
+    clone carries only the run's state, ``tools/carry_runs.py``)."""
+    spec, options = model_options(config)
+    objective = spec.cls
+    start = config.get("start")
+    if start is None:
+        return objective(vocabulary, **options)
+    _, settings = split_options(options)
     resuming = resume_path(run_dir)
     if resuming:  # the run's own last.ckpt holds every weight: its start (init_from) may be gone by now
-        return load_training_checkpoint(resuming, **overrides).train()
-    if bandit.init_from:
-        source = Path(bandit.init_from)
-        if source.suffix == ".ckpt":
+        return load_training_checkpoint(resuming, **settings).train()
+    warmup_epochs = start.get("warmup_epochs", 0)
+    if start.init_from:
+        source = str(start.init_from)
+        if source.endswith(".ckpt"):
             policy = load_training_checkpoint(source)
-        else:
-            policy = BlocksPolicy.from_pretrained(source)
-        policy = policy.to_objective(objective, **overrides)
-        policy = match_previous_action_input(policy, config.model.use_previous_action, config.seed)
-    elif bandit.warmup_epochs > 0:
+        else:  # a directory that exists is a directory, whatever its name; anything else, a released name
+            policy = BlocksPolicy.from_pretrained(Path(source) if Path(source).is_dir() else source)
+        policy = policy.to_objective(objective, **settings)
+        policy = match_previous_action_input(policy, options.get("use_previous_action", True), config.seed)
+    elif warmup_epochs > 0:
         warmup_dir = run_dir / "warmup"
         stage = warmup_sha256(config)
         if rank_zero_only.rank == 0:
             take_stage(warmup_dir, stage, "the supervised warm-up")
         if marker_record(warmup_dir / "pretrained").get("config_sha256") != stage:  # reused only when it is this one
             steps = make_datamodule(config, mode="steps")
-            fit(config, supervised_policy(config, steps), steps, warmup_dir, max_epochs=bandit.warmup_epochs,
+            fit(config, warmup_policy(config, steps), steps, warmup_dir, max_epochs=warmup_epochs,
                 record={"config_sha256": stage})
-        policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **overrides)
+        policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **settings)
     else:
-        return objective(vocabulary, **{**config.model, **overrides})
-    if bandit.reset_direction_head:
+        return objective(vocabulary, **options)
+    if start.get("reset_direction_head", False):
         torch.manual_seed(config.seed)
         policy.reset_direction_head()
     return policy.train()
-
-
-def initial_dagger_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> BlocksDagger:
-    """DAgger's learner: the run's own ``last.ckpt`` when resuming, else the policy in
-    ``dagger.init_from`` (a pretrained dir, a released name or a ``.ckpt``), else a fresh
-    network (with β = 1 at first, DAgger then starts as supervised learning on the expert's states)."""
-    settings = dict(learning_rate=config.dagger.learning_rate, gradient_clip_val=config.trainer.gradient_clip_val)
-    resuming = resume_path(run_dir)
-    if resuming:
-        return load_training_checkpoint(resuming, **settings).train()
-    source = config.dagger.init_from
-    if not source:
-        return BlocksDagger(vocabulary, **config.model, **settings)
-    start = load_training_checkpoint(source) if str(source).endswith(".ckpt") else BlocksPolicy.from_pretrained(source)
-    start = match_previous_action_input(start, config.model.use_previous_action, config.seed)
-    return start.to_objective(BlocksDagger, **settings).train()
 
 
 def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -> BlocksPolicy:
@@ -195,20 +212,20 @@ def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -
     if policy.hparams.use_previous_action == wanted:
         return policy
     if not wanted:
-        raise SystemExit("bandit.init_from reads the previous action but model.use_previous_action=false; "
+        raise SystemExit("start.init_from reads the previous action but model.options.use_previous_action=false; "
                          "start from a policy trained without the input")
     torch.manual_seed(seed)
     log.info("adding the previous-action input to the start (new embeddings, the rest kept)")
     return policy.with_previous_action_input()
 
 
-def main(argv: list[str], extra_callbacks: list = (),
-         default_config: str | Path | Sequence[str | Path] = DEFAULT_CONFIG) -> int:
-    """Run the recipe; ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
+def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path | Sequence[str | Path] | None = None,
+         recipe: str | None = None) -> int:
+    """Run the recipe (``recipe``, a ``model.name=`` override's, or the supervised one; or the
+    YAML files ``default_config``); ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = load_config(default_config, argv)
-    if config.method not in ("supervised", "planner", "dagger", *RL_METHODS):
-        raise SystemExit(f"method must be supervised, planner, dagger, bandit, reinforce or dqn; got {config.method!r}")
+    config = load_config(default_config or blocks_recipe_files(argv, recipe), argv)
+    model_options(config)  # a bad model.name or option stops here, before the run directory is touched
     run_directory = start_run(config)
     try:
         with one_line_write_errors(run_directory.path):
@@ -219,38 +236,13 @@ def main(argv: list[str], extra_callbacks: list = (),
 
 def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list) -> int:
     run_dir, record = run_directory.path, run_directory.record()
-    if config.method == "supervised":
-        datamodule = make_datamodule(config, mode="steps")
-        fit(config, supervised_policy(config, datamodule), datamodule, run_dir, extra_callbacks=extra_callbacks,
-            record=record)
-        return 0
-    if config.method == "planner":
-        datamodule = make_datamodule(config, mode="targets")
-        policy = BlocksPlanner(datamodule.vocabulary.words, **config.model, learning_rate=config.supervised.learning_rate)
-        fit(config, policy, datamodule, run_dir, extra_callbacks=extra_callbacks, record=record)
-        return 0
-    if config.method == "dagger":
-        datamodule = make_datamodule(config, mode="episodes")
-        policy = initial_dagger_policy(config, run_dir, datamodule.vocabulary.words)
+    spec, _ = model_options(config)
+    mode = spec.cls.data_mode
+    datamodule = make_datamodule(config, mode=mode)
+    policy = initial_policy(config, run_dir, datamodule.vocabulary.words)
+    if mode == "episodes":  # rollouts encode instructions with the policy's own words (a start may bring them)
         datamodule.vocabulary = policy.vocabulary
-        dagger = config.dagger
-        loop = ExpertLoop(datamodule.train_examples, seed=config.seed, renderer=datamodule.renderer,
-                          beta_start=dagger.beta_start, beta_decay=dagger.beta_decay, beta_end=dagger.beta_end,
-                          policy_actions=dagger.policy_actions, replay_size=dagger.replay_size,
-                          batch_size=dagger.batch_size, updates_per_rollout=dagger.updates_per_rollout)
-        fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks], record=record)
-        return 0
-    datamodule = make_datamodule(config, mode="episodes")
-    policy = initial_rl_policy(config, run_dir, datamodule.vocabulary.words)
-    datamodule.vocabulary = policy.vocabulary
-    reward = RewardConfig(config.bandit.reward, failure_penalty=config.bandit.failure_penalty)
-    if config.method == "dqn":
-        dqn = config.dqn
-        loop = DQNLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
-                       demo_cache=datamodule.demos, capacity=dqn.replay_size, batch_size=dqn.batch_size,
-                       epsilon_start=dqn.epsilon_start, epsilon_end=dqn.epsilon_end, epsilon_steps=dqn.epsilon_steps)
-    else:
-        loop = ContextualBanditLoop(datamodule.train_examples, reward, seed=config.seed, renderer=datamodule.renderer,
-                                    demo_cache=datamodule.demos)
-    fit(config, policy, datamodule, run_dir, extra_callbacks=[loop, *extra_callbacks], record=record)
+    loop = config.get("loop")
+    loops = loop_callbacks(policy, datamodule, OmegaConf.to_container(loop) if loop is not None else {}, config.seed)
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[*loops, *extra_callbacks], record=record)
     return 0

@@ -1,6 +1,7 @@
 """The one training script behind every LIGHT ranker recipe (StarSpace, MemNet, bi- and cross-ranker).
 
-``recipes/light_bi.py`` and its siblings only name their YAML; this module reads it (with
+``zoo train light-bi`` and the thin scripts ``recipes/light_bi.py`` and its siblings name a recipe
+(its YAML ships in the package, ``zoo/recipes/``); this module reads it (with
 ``--config`` files and dotted overrides), builds the :class:`LightDataModule` and the model,
 trains with a Lightning Trainer (any ``trainer.*`` option: ``devices``, ``strategy=ddp``,
 ``num_nodes``, ``precision``), keeps the best epoch by validation R@1, tests on seen and
@@ -35,17 +36,19 @@ from zoo.experiment import (
 from zoo.files import atomic_write_text
 from zoo.light.datamodule import LightDataModule
 from zoo.light.sim import SimCorpus
-from zoo.registry import create_model
+from zoo.recipes import recipe_files
+from zoo.factory import create_model
 from zoo.run_directory import RunDirectory, one_line_write_errors
+from zoo.training.model_options import model_options
 
 log = logging.getLogger("zoo.training.light")
 MONITOR = "valid/r_at_1"
 
 
 def recipe_configs(recipe_file: str | Path) -> list[Path]:
-    """A recipe's YAML files: the shared ``recipes/light_common.yaml``, then its own."""
-    own = Path(recipe_file).with_suffix(".yaml")
-    return [own.parent / "light_common.yaml", own]
+    """The packaged YAML files of the recipe a ``recipes/light_*.py`` script is named for
+    (``recipes/light_bi.py``: ``zoo/recipes/light_common.yaml`` then ``light_bi.yaml``)."""
+    return recipe_files(Path(recipe_file).stem.replace("_", "-"))
 
 
 def make_datamodule(config: DictConfig, collate) -> LightDataModule:
@@ -58,24 +61,9 @@ def make_datamodule(config: DictConfig, collate) -> LightDataModule:
 
 
 def make_model(config: DictConfig):
-    """The model, its options checked against its constructor first (a typo names the
-    closest argument instead of failing after the data has loaded)."""
-    import difflib
-    import inspect
-
-    from zoo.registry import model_spec
-
-    options = OmegaConf.to_container(config.model.options, resolve=True) if config.model.get("options") else {}
-    try:
-        accepted = set(inspect.signature(model_spec(config.model.name).cls.__init__).parameters) - {"self"}
-    except KeyError as error:
-        raise SystemExit(f"model.name: {error.args[0]}") from None
-    for key in options:
-        if key not in accepted:
-            close = difflib.get_close_matches(key, sorted(accepted), n=1)
-            hint = f"; did you mean 'model.options.{close[0]}'?" if close else ""
-            raise SystemExit(f"unknown config key 'model.options.{key}': {config.model.name} takes no such option{hint}")
-    return create_model(config.model.name, **options)
+    """The model, its options checked against its constructor first (:mod:`zoo.training.model_options`)."""
+    spec, options = model_options(config)
+    return create_model(spec.name, **options)
 
 
 def load_best(trainer: L.Trainer, model, callbacks: list, run_dir: Path) -> str | None:
@@ -97,6 +85,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
     another configuration)."""
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config, argv)
+    model_options(config)  # a bad model.name or option stops here, before the run directory is touched
     run_directory = start_run(config)
     try:
         with one_line_write_errors(run_directory.path):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import torch
 
+from zoo.blocks.reward import REWARD_VARIANTS
 from zoo.models.blocks import losses
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
@@ -33,7 +34,11 @@ def clip_gradients(parameters, max_norm: float | None, algorithm: str = "per_par
 @register_objective("bandit", "CNN-LSTM block policy trained as a contextual bandit with shaped rewards; pass the vocabulary")
 class BlocksBandit(BlocksPolicy):
     """Learns from its own rollouts (a ContextualBanditLoop's): a policy-gradient step on
-    each decision's immediate reward, with an entropy bonus."""
+    each decision's immediate reward, with an entropy bonus. ``reward`` and
+    ``failure_penalty`` are the reward its rollouts are scored by (:mod:`zoo.blocks.reward`)."""
+
+    data_mode = "episodes"
+    training_loop = "contextual_bandit"
 
     def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
                  conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
@@ -41,7 +46,8 @@ class BlocksBandit(BlocksPolicy):
                  init: str = "glorot", learning_rate: float = 1e-3, entropy_coefficient: float = 0.1,
                  loss_form: str = "original", episodes_per_update: int = 1, update_weighting: str = "steps",
                  reward_baseline: str = "none", gradient_clip_val: float | None = 5.0,
-                 gradient_clip_algorithm: str = "per_parameter"):
+                 gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
+                 failure_penalty: float = -1.0):
         super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
                          direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
                          learning_rate)
@@ -57,6 +63,8 @@ class BlocksBandit(BlocksPolicy):
             raise ValueError(f"update_weighting must be one of {UPDATE_WEIGHTINGS}; got {settings.update_weighting!r}")
         if settings.reward_baseline not in REWARD_BASELINES:
             raise ValueError(f"reward_baseline must be one of {REWARD_BASELINES}; got {settings.reward_baseline!r}")
+        if settings.reward not in REWARD_VARIANTS:
+            raise ValueError(f"reward must be one of {REWARD_VARIANTS}; got {settings.reward!r}")
         if settings.episodes_per_update < 1:
             raise ValueError(f"episodes_per_update must be at least 1; got {settings.episodes_per_update}")
 

@@ -23,13 +23,19 @@ from zoo.models.blocks.policy import BlocksPolicy, register_objective
 @register_objective("dagger", "CNN-LSTM block policy trained by DAgger on the shortest-path expert's labels; pass the vocabulary")
 class BlocksDagger(BlocksPolicy):
     """The block policy trained on ``batch["dagger"]``: replay minibatches of expert labels.
-    Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``."""
+    Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``. ``beta_start``,
+    ``beta_decay`` and ``beta_end`` are its schedule: the expert's share of the actions in each
+    rollout (an ExpertLoop's), multiplied by ``beta_decay`` after every rollout down to ``beta_end``."""
+
+    data_mode = "episodes"
+    training_loop = "expert"
 
     def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
                  conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
                  hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
                  init: str = "glorot", learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
-                 gradient_clip_algorithm: str = "per_parameter"):
+                 gradient_clip_algorithm: str = "per_parameter", beta_start: float = 1.0, beta_decay: float = 0.99,
+                 beta_end: float = 0.0):
         super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
                          direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
                          learning_rate)

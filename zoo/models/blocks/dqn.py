@@ -15,12 +15,17 @@ from zoo.models.blocks.policy import BlocksPolicy, register_objective
 class BlocksDQN(BlocksPolicy):
     """Q-values of the 81 actions, learned from a DQNLoop's replay by the Huber loss against
     ``r + discount·max Q_target(s', ·)``. As a policy it is greedy in its Q-values: its action
-    probabilities are one-hot on the argmax and ``score`` is the Q-values themselves."""
+    probabilities are one-hot on the argmax and ``score`` is the Q-values themselves.
+    ``reward`` and ``failure_penalty`` are the reward its transitions are scored by."""
+
+    data_mode = "episodes"
+    training_loop = "dqn"
 
     def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
                  conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
                  hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-3, discount: float = 0.9):
+                 init: str = "glorot", learning_rate: float = 1e-3, discount: float = 0.9,
+                 reward: str = "shaped", failure_penalty: float = -1.0):
         super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
                          direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
                          learning_rate)

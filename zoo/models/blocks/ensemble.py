@@ -47,7 +47,7 @@ def build_member(member: Any, index: int) -> BlocksAgent:
     """One member from its saved ``{"model_class", "config"}``: a Blocks policy class the zoo
     knows, never code named by the file (``from_pretrained`` has already refused configs that
     ask for remote code, members' included)."""
-    from zoo.registry import model_class
+    from zoo.registry import registered_class as model_class  # the Blocks classes: registered with this package
 
     if not isinstance(member, dict) or set(member) != {"model_class", "config"} \
             or not isinstance(member["model_class"], str) or not isinstance(member["config"], dict):

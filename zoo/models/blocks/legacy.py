@@ -3,7 +3,7 @@
 Until then one class, ``BlockPolicy``, held every objective, chosen by its ``objective`` and
 ``head`` options; the released ``config.json`` files (``checkpoints/blocks-*``) and training
 ``.ckpt`` files of that time name it so. Here it is a name the loading layer resolves
-(``zoo.registry.model_class``): constructing it with such a configuration builds the class
+(``zoo.factory.model_class``): constructing it with such a configuration builds the class
 of today that objective trains with, given the options that class takes. The weights' names
 did not change. The baselines' and the ensemble's former class names resolve the same way.
 """
@@ -39,20 +39,6 @@ def resolve(config: dict[str, Any]) -> tuple[type[BlocksPolicy], dict[str, Any]]
         raise ValueError(f"objective {objective!r} needs its own head, not {head!r}")
     accepted = inspect.signature(target.__init__).parameters
     return target, {key: value for key, value in config.items() if key in accepted}
-
-
-def checkpoint_class(checkpoint: dict) -> tuple[type[BlocksPolicy], dict[str, Any]]:
-    """The class and constructor arguments of a training ``.ckpt``'s policy."""
-    from zoo.registry import model_class
-
-    hparams = dict(checkpoint.get("hyper_parameters") or {})
-    name = checkpoint.get("model_class", "BlockPolicy")
-    if name == "BlockPolicy":
-        return resolve(hparams)
-    target = model_class(name)
-    if not issubclass(target, BlocksPolicy):
-        raise ValueError(f"the checkpoint holds a {target.__name__}, not a Blocks policy")
-    return target, hparams
 
 
 @register_class

@@ -16,6 +16,8 @@ class BlocksPlanner(BlocksPolicy):
     step; the A* planner, which sees the true board (the "oracle" part), then finds the path
     that the following steps replay. Its action probabilities are one-hot on the plan."""
 
+    data_mode = "targets"
+
     def build_heads(self, hidden_dim: int) -> None:
         self.block_head = nn.Linear(hidden_dim, MAX_BLOCKS)
         self.goal_head = nn.Linear(hidden_dim, 2)

@@ -29,8 +29,8 @@ TINY_VOCABULARY = ["<pad>", "<unk>"]
 
 
 def register_objective(name: str, description: str = "") -> Callable:
-    """Class decorator: ``name`` trains with this class (``objective_class(name)``, a recipe's
-    ``method``), and ``blocks-NAME`` builds a fresh one (``create_model``)."""
+    """Class decorator: ``name`` trains with this class (``objective_class(name)``), and
+    ``blocks-NAME`` builds a fresh one (``create_model``) and names it in a recipe's ``model.name``."""
 
     def decorate(cls: type[BlocksPolicy]) -> type[BlocksPolicy]:
         if name in _OBJECTIVES and _OBJECTIVES[name] is not cls:
@@ -44,17 +44,14 @@ def register_objective(name: str, description: str = "") -> Callable:
 
 
 def objective_class(name: str) -> type["BlocksPolicy"]:
-    """The policy class that trains with objective ``name``."""
-    import zoo.models  # noqa: F401  (importing registers every objective)
-
+    """The policy class that trains with objective ``name`` (every objective of this package is
+    registered by then: Python ran ``zoo/models/blocks/__init__.py``, which imports them, before this module)."""
     if name not in _OBJECTIVES:
         raise KeyError(f"unknown Blocks objective {name!r}; known: {', '.join(sorted(_OBJECTIVES))}")
     return _OBJECTIVES[name]
 
 
 def list_objectives() -> list[str]:
-    import zoo.models  # noqa: F401
-
     return sorted(_OBJECTIVES)
 
 
@@ -62,6 +59,12 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
     """CNN-LSTM policy over the 81 block moves (20 blocks × 4 directions + STOP)."""
 
     objective = ""  # set by @register_objective
+    data_mode = "steps"
+    """What the training data module yields for this objective: ``steps`` (demonstration steps),
+    ``targets`` (each episode's block and goal) or ``episodes`` (examples to roll out)."""
+    training_loop: str | None = None
+    """The callback that collects its experience during training, by name
+    (:mod:`zoo.callbacks.objective_loops`: ``contextual_bandit``, ``dqn``, ``expert``); None: none."""
     reads_instructions = True
     tracks_images = True
 
@@ -196,11 +199,14 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
 def load_training_checkpoint(path: str | Path, **overrides) -> BlocksPolicy:
     """A Blocks policy from a training run's ``.ckpt`` (read with ``weights_only``): the class
     the checkpoint names, or for checkpoints written before it named one, the class its
-    hyper-parameters map to (:mod:`zoo.models.blocks.legacy`)."""
-    from zoo.models.blocks.legacy import checkpoint_class
+    hyper-parameters map to: the registered name ``BlockPolicy`` builds it
+    (:mod:`zoo.models.blocks.legacy`)."""
+    from zoo.registry import registered_class
 
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    target, hparams = checkpoint_class(checkpoint)
-    policy = target(**{**hparams, **overrides})
+    target = registered_class(checkpoint.get("model_class", "BlockPolicy"))
+    if not issubclass(target, BlocksPolicy):
+        raise ValueError(f"the checkpoint holds a {target.__name__}, not a Blocks policy")
+    policy = target(**{**dict(checkpoint.get("hyper_parameters") or {}), **overrides})
     policy.load_state_dict(checkpoint["state_dict"])
     return policy

@@ -1,0 +1,60 @@
+"""The recipes shipped in the package: ``zoo/recipes/*.yaml``, each named by its file
+(``light_bi.yaml`` is the recipe ``light-bi``) and merged over its domain's ``*_common.yaml``.
+
+``zoo train NAME`` and the thin scripts of a checkout (``python recipes/light_bi.py``) both
+read them from here, so an installed zoo trains exactly what a clone does. This module reads
+text only (no YAML parser, no torch): ``zoo train --list`` and ``zoo --help`` stay fast.
+"""
+
+from __future__ import annotations
+
+from importlib import resources
+from pathlib import Path
+
+__all__ = ["RECIPES_DIR", "describe", "domain_of", "list_recipes", "recipe_defaults", "recipe_files"]
+
+RECIPES_DIR = Path(str(resources.files(__package__)))
+"""Where the recipe YAML files are installed."""
+
+DOMAINS = ("light", "blocks")
+COMMON = "common"
+
+
+def list_recipes() -> list[str]:
+    """Every recipe name, sorted: ``blocks-bandit``, ..., ``light-bi``, ..."""
+    return sorted(path.stem.replace("_", "-") for path in RECIPES_DIR.glob("*.yaml")
+                  if not path.stem.endswith("_" + COMMON) and path.stem.split("_", 1)[0] in DOMAINS)
+
+
+def domain_of(name: str) -> str:
+    """``light`` or ``blocks``: which runner trains the recipe ``name``."""
+    _check(name)
+    return name.split("-", 1)[0]
+
+
+def recipe_files(name: str) -> list[Path]:
+    """The YAML files of recipe ``name``, in merge order: its domain's common file, then its own."""
+    domain = domain_of(name)
+    return [RECIPES_DIR / f"{domain}_{COMMON}.yaml", RECIPES_DIR / f"{name.replace('-', '_')}.yaml"]
+
+
+def describe(name: str) -> str:
+    """The recipe's one-line description: the first comment line of its YAML."""
+    first = recipe_files(name)[1].read_text(encoding="utf-8").splitlines()[0].lstrip("# ").strip()
+    for tail in (", merged over light_common.yaml.", ", merged over blocks_common.yaml."):
+        first = first.removesuffix(tail)
+    return first.rstrip(".")
+
+
+def _check(name: str) -> None:
+    known = list_recipes()
+    if name not in known:
+        raise KeyError(f"unknown recipe {name!r}; recipes: {', '.join(known)}")
+
+
+def recipe_defaults(name: str):
+    """The recipe's YAML files merged, unchecked and without overrides (an OmegaConf
+    ``DictConfig``): what a benchmark or notebook reads the recipe's settings from."""
+    from omegaconf import OmegaConf
+
+    return OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
