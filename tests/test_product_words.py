@@ -82,13 +82,7 @@ def test_the_pattern_finds_the_story_and_spares_the_software():
     assert not STORY_WORDS.search("file an issue with the log attached")
 
 
-@pytest.mark.parametrize(
-    "part",
-    [
-        "docs",
-        pytest.param("code", marks=pytest.mark.xfail(strict=False, reason="package and test text still being swept")),
-    ],
-)
+@pytest.mark.parametrize("part", ["docs", "code"])
 def test_product_text_has_no_words_about_how_it_was_made(part):
     hits = story_word_hits(part)
     assert not hits, f"{len(hits)} lines speak of how zoo was made:\n" + "\n".join(hits[:200])

@@ -207,7 +207,7 @@ def initial_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> 
 
 def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -> BlocksPolicy:
     """The start with the previous-action input the config asks for: a start trained without
-    it (no exposure bias, spec §6.4 supervised) gets it added for the bandit; one trained with
+    it (no exposure bias, docs/blocks_environment.md §6.4 supervised) gets it added for the bandit; one trained with
     it cannot lose it, so that is an error rather than a silent switch."""
     if policy.hparams.use_previous_action == wanted:
         return policy

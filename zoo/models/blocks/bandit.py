@@ -84,7 +84,7 @@ class BlocksBandit(BlocksPolicy):
         return loss
 
     def learn_from_rollout(self, rollout: dict, optimizer, backward=None) -> torch.Tensor:
-        """The original trainers' schedule (spec §6.4): one optimizer step per
+        """The original trainers' schedule (docs/blocks_environment.md §6.4): one optimizer step per
         ``episodes_per_update`` episodes of a rollout, on the mean loss over their steps
         (``update_weighting="steps"``) or the mean of their episodes' means (``"episodes"``:
         the original's per-episode mean, the same thing when one episode makes an update).
