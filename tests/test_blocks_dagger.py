@@ -114,6 +114,7 @@ def test_the_replay_keeps_only_the_newest_decisions(examples, learner):
         assert steps == list(range(steps[-1] - len(steps) + 1, steps[-1] + 1))
 
 
+@pytest.mark.slow
 def test_a_few_dagger_steps_fit_the_labels(examples, learner):
     loop = ExpertLoop(examples, seed=0, beta_start=1.0, replay_size=500, batch_size=16)
     loop.replay.add(loop.collect(learner, examples))
@@ -127,6 +128,7 @@ def test_a_few_dagger_steps_fit_the_labels(examples, learner):
     assert last < 0.8 * first
 
 
+@pytest.mark.slow
 def test_method_dagger_trains_from_the_recipe(tmp_path):
     spec = importlib.util.spec_from_file_location("blocks_policy_recipe", RECIPE)
     module = importlib.util.module_from_spec(spec)

@@ -37,6 +37,7 @@ def follow(expert: BlocksExpert, env: BlocksEnv) -> tuple[int, int]:
     return moves, failures
 
 
+@pytest.mark.slow
 def test_dev_demonstrations_agree_with_the_expert_at_every_state(blocks_dev):
     """On the demonstrations' own states the expert needs exactly their remaining moves, and
     where only one move is optimal it is the demonstration's (2,902 states, 2,042 untied)."""
@@ -57,6 +58,7 @@ def test_dev_demonstrations_agree_with_the_expert_at_every_state(blocks_dev):
     assert states == 2902 and untied == 2042
 
 
+@pytest.mark.slow
 def test_following_the_expert_from_every_dev_start_ends_on_the_demonstrations_cell(blocks_dev):
     boards = BoardBatch.from_transitions(blocks_dev.transitions)
     env = BlocksEnv()
@@ -117,6 +119,7 @@ def search_over_simulator_moves(positions: torch.Tensor, n_blocks: int, block: i
     return depth
 
 
+@pytest.mark.slow
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(seed=st.integers(0, 10_000), detour=st.lists(st.integers(0, STOP - 1), max_size=12))
 def test_on_procedural_boards_the_expert_matches_a_search_over_the_simulators_moves(seed, detour):

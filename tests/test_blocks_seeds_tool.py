@@ -53,6 +53,7 @@ def test_rows_say_how_long_greedy_dev_episodes_ran(tmp_path, seeds):
     assert rows[1]["dev_decisions"] is None and rows[1]["dev_min_mean"] is None
 
 
+@pytest.mark.slow
 def test_export_saves_the_best_dev_epochs_weights(tmp_path, seeds):
     training = load("blocks_training_tests", REPO / "tests" / "test_blocks_training.py")
     run_dir = tmp_path / "bandit"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+import pytest
 import torch
 
 from zoo.blocks.datamodule import BlocksDataModule, DemonstrationSteps, StepCollator
@@ -20,6 +21,7 @@ def load_tool():
     return module
 
 
+@pytest.mark.slow
 def test_the_probe_splits_demonstration_states_at_their_final_stop():
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 4, "dev": 5, "test": 2})
     datamodule.setup()
@@ -66,6 +68,7 @@ def test_the_report_pairs_each_curve_with_its_probe(tmp_path):
     assert "keep-head | start.ckpt | 1 | kept | 5.70 5.40 | 0.10 / 0.60 | 0.3800 / 0.0300" in report.table(runs)
 
 
+@pytest.mark.slow
 def test_the_horizon_records_each_episodes_error_after_every_move_and_ends_at_the_final_error():
     from zoo.blocks.evaluate import evaluate_policy
 

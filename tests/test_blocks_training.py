@@ -67,6 +67,7 @@ def weights(run_dir: Path) -> dict:
     return load_file(str(run_dir / "pretrained" / "model.safetensors"))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["supervised", "bandit", "dqn"])
 def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     straight, interrupted = tmp_path / "straight", tmp_path / "interrupted"
@@ -83,6 +84,7 @@ def test_interrupted_training_resumes_to_identical_weights(tmp_path, method):
     assert_same_curves(straight, interrupted)
 
 
+@pytest.mark.slow
 def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
     """A fresh clone carries a run's last.ckpt, not the start it was initialised from."""
     start = tmp_path / "supervised"
@@ -99,6 +101,7 @@ def test_a_bandit_run_resumes_after_its_supervised_start_is_gone(tmp_path):
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_a_bandit_adds_the_previous_action_to_a_start_trained_without_it(tmp_path):
     start = tmp_path / "supervised"
     recipe().main([*tiny("supervised"), "model.options.use_previous_action=false", "trainer.max_epochs=1",
@@ -130,12 +133,14 @@ def test_a_bandit_adds_the_previous_action_to_a_start_trained_without_it(tmp_pat
     ids=["reinforce", "planner", "problem-reward", "w/o-F2", "w/o-F1", "distance-reward", "w/o-supervised-init",
          "w/o-previous-action", "episode-weighting", "mean-baseline"],
 )
+@pytest.mark.slow
 def test_every_method_and_ablation_of_table_2_trains_from_config(tmp_path, overrides):
     objective, *rest = overrides
     recipe().main([*tiny(objective), *rest, "trainer.max_epochs=1", f"run_dir={tmp_path}"])
     assert (tmp_path / "pretrained" / "model.safetensors").is_file()
 
 
+@pytest.mark.slow
 def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations():
     """The planner part alone: told the true block and goal, it must do what the oracle does."""
     from zoo.blocks.evaluate import evaluate_policy
@@ -166,6 +171,7 @@ def test_the_oracle_planner_with_a_perfect_prediction_matches_the_demonstrations
     assert planned["mean"] == pytest.approx(oracle["mean"])
 
 
+@pytest.mark.slow
 def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
     """Two gloo processes: supervised warm-up then per-episode bandit updates on disjoint
     episodes; every step's gradients are averaged, so both ranks end with the same weights."""
@@ -191,6 +197,7 @@ def test_two_process_ddp_bandit_training_keeps_the_ranks_in_step(tmp_path):
     assert_no_unlabelled_duplicates(completed.stdout + completed.stderr, result="exported best policy")
 
 
+@pytest.mark.slow
 def test_dqn_resumes_from_the_middle_of_an_epoch_to_identical_weights(tmp_path):
     """Six batches an epoch and a checkpoint after every step: the crash in the fifth batch
     resumes from the fourth, mid-epoch, with the replay memory and the target network."""

@@ -34,6 +34,7 @@ def float32_one_thread(model, texts):
         torch.set_num_threads(threads)
 
 
+@pytest.mark.slow
 def test_index_embeddings_stay_within_a_cosine_of_float32_and_retrieve_the_same(ranker, utterances):
     reference = float32_one_thread(ranker, utterances)
     index = ranker.index_candidates(utterances, progress=False)
@@ -47,6 +48,7 @@ def test_index_embeddings_stay_within_a_cosine_of_float32_and_retrieve_the_same(
     assert torch.equal(top, (queries @ reference.T).argmax(-1))
 
 
+@pytest.mark.slow
 def test_torch_threads_are_restored_after_encoding(ranker, utterances, monkeypatch):
     monkeypatch.delenv("OMP_NUM_THREADS", raising=False)
     monkeypatch.setattr(bulk_encoding, "idle_cores", lambda: 2)
@@ -79,6 +81,7 @@ def test_busy_cores_are_left_out(monkeypatch):
     assert idle_cores() == cores
 
 
+@pytest.mark.slow
 def test_without_a_terminal_progress_is_plain_lines_with_an_early_estimate(ranker, utterances, capsys):
     size = ranker.hparams.encode_batch_size
     ranker.hparams.encode_batch_size = 16

@@ -23,6 +23,7 @@ def last_json(capsys) -> dict:
         ("demonstrations", "test", 0.37, 0.31),
     ],
 )
+@pytest.mark.slow
 def test_eval_reproduces_the_papers_baselines(capsys, model, split, mean, median):
     assert main(["eval", "blocks", "--model", model, "--split", split, "--json"]) == 0
     result = last_json(capsys)
@@ -34,6 +35,7 @@ def test_eval_reproduces_the_papers_baselines(capsys, model, split, mean, median
     assert result["mean_low"] < result["mean"] < result["mean_high"] < result["mean_low"] + 0.5
 
 
+@pytest.mark.slow
 @requires_real_blocks
 def test_random_policy_lands_in_the_papers_range_and_repeats_for_a_seed(capsys):
     main(["eval", "blocks", "--model", "random", "--split", "dev", "--seed", "3", "--json"])
@@ -63,6 +65,7 @@ def test_unknown_model_names_every_kind_of_model_it_could_have_been(tmp_path, mo
     assert "unknown model 'no-such-policy'" in message and "stop, random, demonstrations" in message
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("suffix", ["gif", "png"])
 def test_render_writes_an_animation_of_the_rollout(tmp_path, suffix, capsys):
     out = tmp_path / f"episode.{suffix}"

@@ -6,6 +6,8 @@ import subprocess
 import sys
 import textwrap
 
+import pytest
+
 SCRIPT = textwrap.dedent("""
     import logging, sys, warnings
     import lightning.pytorch  # sets its own loggers up at import, as in every recipe
@@ -26,10 +28,12 @@ def run(mode: str) -> list[str]:
     return completed.stderr.splitlines()
 
 
+@pytest.mark.slow
 def test_by_default_a_warning_is_one_line_once_and_library_banners_are_off():
     assert run("quiet") == ["warning: the learning rate is very high (UserWarning)", "done"]
 
 
+@pytest.mark.slow
 def test_verbose_brings_the_libraries_output_back():
     lines = run("verbose")
     assert any("GPU available" in line for line in lines)
@@ -37,6 +41,7 @@ def test_verbose_brings_the_libraries_output_back():
     assert lines.count("warning: the learning rate is very high (UserWarning)") == 1
 
 
+@pytest.mark.slow
 def test_library_progress_bars_stay_out_of_a_log_file():
     script = textwrap.dedent("""
         import sys
@@ -104,6 +109,7 @@ def export_and_load_on_a_terminal(mode: str, tmp_path) -> list[str]:
     return output.replace("\r\n", "\n").split("\n")
 
 
+@pytest.mark.slow
 def test_an_export_and_a_load_say_nothing_but_the_warning_that_matters(tmp_path):
     lines = export_and_load_on_a_terminal("quiet", tmp_path)
     text = "\n".join(lines)
@@ -113,12 +119,14 @@ def test_an_export_and_a_load_say_nothing_but_the_warning_that_matters(tmp_path)
     assert lines[-2:] == ["done", ""]
 
 
+@pytest.mark.slow
 def test_verbose_keeps_the_libraries_save_notices_and_bars(tmp_path):
     text = "\n".join(export_and_load_on_a_terminal("verbose", tmp_path))
     assert "Model weights successfully saved to" in text and "checkpoint shards" in text
     assert "Loading weights" in text
 
 
+@pytest.mark.slow
 def test_library_notices_logged_under_a_file_path_name_are_chatter_but_their_warnings_stay(tmp_path):
     """huggingface_hub names its serialization loggers by file path, outside its own logger tree."""
     script = textwrap.dedent("""

@@ -96,6 +96,7 @@ def test_forty_requests_at_once_all_succeed(server):
     assert LISTEN_BACKLOG >= 40
 
 
+@pytest.mark.slow
 def test_an_idle_connection_does_not_block_others_and_is_dropped(server):
     idle, half = raw_socket(server), raw_socket(server)
     half.sendall(b"POST /api/light/new HTTP/1.1\r\nHost: 127.0.0.1")  # headers that never end
@@ -108,6 +109,7 @@ def test_an_idle_connection_does_not_block_others_and_is_dropped(server):
         sock.close()
 
 
+@pytest.mark.slow
 def test_a_short_post_body_drops_only_its_sender(server):
     short = raw_socket(server)
     host = f"127.0.0.1:{server.server_port}"
@@ -216,6 +218,7 @@ json_values = st.recursive(
     max_leaves=12)
 
 
+@pytest.mark.slow
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(path=st.sampled_from(["/api/light/new", "/api/light/say", "/api/blocks/instruct"]),
        body=st.dictionaries(st.sampled_from(["room", "seed", "game", "line", "instruction", "board"]), json_values,

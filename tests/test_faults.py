@@ -35,6 +35,7 @@ def launch(run_dir: Path, *extra: str) -> subprocess.Popen:
                              f"run_dir={run_dir}"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("method", ["supervised", "bandit", "dqn"])
 def test_a_run_killed_with_sigkill_resumes_to_identical_weights(tmp_path, method):
     straight, killed = tmp_path / "straight", tmp_path / "killed"
@@ -56,6 +57,7 @@ def test_a_run_killed_with_sigkill_resumes_to_identical_weights(tmp_path, method
         torch.testing.assert_close(first[name], second[name], rtol=0, atol=0, msg=name)
 
 
+@pytest.mark.slow
 def test_a_killed_light_sim_build_leaves_the_old_corpus_or_none_and_a_retry_matches(tmp_path):
     """SIGKILL during `zoo light sim`: the destination holds nothing half-written, and the
     next build (which clears the killed build's staging directory) equals an uninterrupted one."""
@@ -131,6 +133,7 @@ def test_concurrent_writers_of_one_cache_entry_and_one_corpus_directory(tmp_path
     assert sorted(p.name for p in tmp_path.iterdir()) == ["cache", "corpus", "source.bin"]
 
 
+@pytest.mark.slow
 def test_sigterm_stops_at_a_batch_boundary_with_a_checkpoint_that_resumes_identically(tmp_path):
     straight, stopped = tmp_path / "straight", tmp_path / "stopped"
     assert launch(straight, "model.name=blocks-supervised").wait(timeout=600) == 0

@@ -73,6 +73,7 @@ def plant_custom_tokenizer(folder: Path, marker: Path) -> None:
     (tokenizer / "tokenizer_config.json").write_text(json.dumps(settings))
 
 
+@pytest.mark.slow
 def test_a_folder_asking_for_custom_code_is_refused_on_a_terminal_without_a_prompt(tmp_path):
     pexpect = pytest.importorskip("pexpect")
     folder = copy_release("light-bi-ranker", tmp_path / "ranker")
@@ -149,6 +150,7 @@ def test_a_deep_tuple_key_pickle_is_refused_by_stats_in_one_line(tmp_path):
     assert "deep.pkl" in line and "256 levels" in line
 
 
+@pytest.mark.slow
 def test_a_deep_pickle_in_the_fixture_folder_is_refused_by_eval(tmp_path):
     from zoo.light.fixture import META, PICKLE
 
@@ -182,6 +184,7 @@ def test_pickle_scan_bounds_memo_tables_and_refuses_grown_containers():
     assert loads_pickle(pickle.dumps(wide, protocol=4)) == wide
 
 
+@pytest.mark.slow
 def test_deep_pickles_are_refused_without_reading_them_to_the_end():
     import time
 
@@ -207,6 +210,7 @@ def test_a_deep_model_config_ends_in_one_line(tmp_path):
     assert "\n" not in str(error.value)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("what", ["manifest", "blocks"])
 def test_deep_json_ends_in_one_line(tmp_path, what):
     deep = "[" * 100_000 + "]" * 100_000

@@ -200,6 +200,7 @@ def test_an_honest_host_is_verified(host, tmp_path, path, size):
     ("wrong-bytes", "expected " + DIGEST),
     ("silent", "timed out"),
 ])
+@pytest.mark.slow
 def test_a_body_other_than_the_release_is_refused_and_nothing_kept(host, tmp_path, path, words):
     dest = tmp_path / "cache" / "model.safetensors"
     assert_refused_in_time(*fetch(f"{host}/{path}", dest), dest, words)
@@ -212,6 +213,7 @@ def test_a_body_that_never_stops_past_its_content_length_is_not_read_further(hos
     assert list(dest.parent.iterdir()) == []
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path", ["trickle-body", "trickle-sized-body", "trickle-headers"])
 def test_a_trickle_of_one_byte_every_second_and_a_half_ends_at_the_deadline(host, tmp_path, path):
     """Each byte comes within the read timeout, so only the overall deadline can stop it."""
@@ -242,6 +244,7 @@ def hub_endpoint(host, monkeypatch):
     ("trickle-body", "took longer than 3 s"),
     ("trickle-headers", "took longer than 3 s"),
 ])
+@pytest.mark.slow
 def test_hf_files_are_bounded_the_same_way(hub_endpoint, tmp_path, path, words):
     dest = tmp_path / "cache" / "model.safetensors"
     error, seconds = fetch(f"hf://owner/repo@v1/resolve/{path}", dest)

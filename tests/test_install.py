@@ -70,6 +70,7 @@ def run_zoo(venv: Path, cwd: Path, *args: str, **env: str) -> subprocess.Complet
                           capture_output=True, text=True, timeout=600)
 
 
+@pytest.mark.slow
 def test_the_wheel_lists_and_loads_released_models_from_a_release_host(wheel_venv, checkpoint_server, tmp_path):
     where = subprocess.run([str(wheel_venv / "bin" / "python"), "-c", "import zoo; print(zoo.__file__)"],
                            env={"PYTHONPATH": sysconfig.get_paths()["purelib"]}, capture_output=True, text=True,

@@ -41,6 +41,7 @@ def assert_blocks_contract(policy, episodes: int = 3):
     assert (probabilities[torch.arange(episodes), sampled] > 0).all()  # only actions it gives weight to
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list_models())
 def test_every_registered_model_builds_and_states_its_benchmark(name):
     if name in HEAVY:
@@ -54,6 +55,7 @@ def test_every_registered_model_builds_and_states_its_benchmark(name):
         assert_blocks_contract(model)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("objective", ["dqn", "supervised"])
 def test_a_dqn_head_acts_greedily_in_its_q_values_and_an_ensemble_averages_probabilities(objective):
     from zoo.models.blocks import BlocksEnsemble, objective_class
@@ -78,6 +80,7 @@ def test_blocks_policy_is_registered_and_released_names_share_the_namespace():
         create_model("blocks-random", pretrained=True)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", list_pretrained())
 def test_every_release_loads_verified_and_keeps_the_contract(name):
     entry = pretrained_entry(name)

@@ -62,6 +62,7 @@ def test_metric_names_follow_the_paper():
 
 
 # ------------------------------------------------------------------------------------ data
+@pytest.mark.slow
 def test_datamodule_items_batches_and_collate_hook(corpus_dir):
     module = LightDataModule("emote", source="sim", sim_dir=corpus_dir, batch_size=4)
     module.prepare_data()
@@ -119,6 +120,7 @@ def test_rank_puts_the_best_first_and_scores_pad_with_minus_infinity(dialogue):
     assert scores.shape == (2, 2) and scores[0, 1] == float("-inf")
 
 
+@pytest.mark.slow
 def test_random_is_chance_and_ir_beats_it(dialogue, corpus_dir):
     ir = fit_ir(IRRanker(), dialogue)
     random_result = evaluate_ranker(RandomRanker(seed=1), dialogue.dataset("test"), "dialogue")
@@ -142,6 +144,7 @@ def test_ir_saves_and_loads(dialogue, tmp_path):
         IRRanker().score(["x"], [["y"]])
 
 
+@pytest.mark.slow
 def test_fasttext_trains_with_lightning_and_round_trips(corpus_dir, tmp_path):
     torch.manual_seed(0)
     module = LightDataModule("emote", source="sim", sim_dir=corpus_dir)
@@ -173,6 +176,7 @@ def last_json(capsys) -> dict:
     return json.loads(capsys.readouterr().out.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 def test_zoo_eval_light_prints_json_last(corpus_dir, capsys, tmp_path):
     common = ["--source", "sim", "--sim-dir", str(corpus_dir), "--json"]
     assert main(["eval", "light", "--model", "random", "--task", "dialogue", *common]) == 0

@@ -66,6 +66,7 @@ def test_contexts_keep_the_grounding_header_and_the_latest_turns(corpus, backbon
 
 
 # ------------------------------------------------------------------------------ bi-ranker
+@pytest.mark.slow
 def test_bi_ranker_recipe_trains_tests_and_exports(trained_bi):
     results, run_dir = trained_bi
     assert results["data"] == "LIGHT-sim" and results["world_size"] == 1
@@ -78,6 +79,7 @@ def test_bi_ranker_recipe_trains_tests_and_exports(trained_bi):
     assert (run_dir / "checkpoints" / "last.ckpt").is_file()
 
 
+@pytest.mark.slow
 def test_bi_ranker_round_trips_through_save_pretrained(trained_bi, corpus):
     model = BiRanker.from_pretrained(trained_bi[1] / "pretrained")
     again = load_pretrained(str(trained_bi[1] / "pretrained"))
@@ -89,6 +91,7 @@ def test_bi_ranker_round_trips_through_save_pretrained(trained_bi, corpus):
     assert [s for _, s in ranked] == sorted((s for _, s in ranked), reverse=True)
 
 
+@pytest.mark.slow
 def test_recipe_metric_equals_a_separate_evaluation_of_the_exported_model(trained_bi, corpus):
     results, run_dir = trained_bi
     model = Grounded.from_pretrained(run_dir / "pretrained")
@@ -219,6 +222,7 @@ def test_missing_backbones_fail_clearly(tmp_path):
 
 
 # ------------------------------------------------------------------------------ cross-ranker
+@pytest.mark.slow
 def test_cross_ranker_recipe_trains_and_round_trips(corpus, backbone, tmp_path):
     overrides = tiny_overrides(corpus, backbone, tmp_path, **{"model.options.train_candidates": "4"})
     results = run(overrides, recipe_configs(REPO / "recipes" / "light_cross.py"))
@@ -243,6 +247,7 @@ def test_cross_ranker_reads_context_and_candidate_as_one_sequence(backbone, corp
 
 
 # ------------------------------------------------------------------------------ DDP
+@pytest.mark.slow
 def test_two_process_ddp_agrees_with_one_process(backbone, tmp_path):
     """Two gloo processes train a tiny bi-ranker from a cold cache: LIGHT-sim is generated
     once (by the first process, before Lightning launches the second, which finds it; builders

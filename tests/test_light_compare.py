@@ -63,6 +63,7 @@ def test_zoo_eval_light_versus_reports_the_paired_difference(capsys):
     assert versus["model"] == "random" and versus["difference"] == 0.0 and versus["ci95"] == [0.0, 0.0]
 
 
+@pytest.mark.slow
 def test_versus_features_scores_an_ablation_on_the_same_cases_each_with_its_own_grounding(tmp_path, capsys):
     """Table 5 with a paired interval: IR shown everything against IR shown the dialogue alone."""
     import json

@@ -322,6 +322,7 @@ def test_split_rule_on_a_corpus_laid_out_like_light_data():
         split_names(9)
 
 
+@pytest.mark.slow
 def test_load_release_splits_and_unseen(tmp_path):
     episodes = [tiny_episode(2, tag=f" #{i}") for i in range(4733)]
     dump_pickle([e.to_raw() for e in episodes], tmp_path / "light_data.pkl")

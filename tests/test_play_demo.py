@@ -48,6 +48,7 @@ def post(url: str, body) -> tuple[int, dict]:
         return error.code, json.loads(error.read())
 
 
+@pytest.mark.slow
 def test_the_page_calls_play_the_same_games_as_the_terminal(demo_url):
     with urllib.request.urlopen(demo_url + "/") as response:
         assert response.status == 200 and b"LIGHT room" in response.read()
@@ -66,6 +67,7 @@ def test_the_page_calls_play_the_same_games_as_the_terminal(demo_url):
     assert run["error_before"] == board["error"]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("path, body, message", [
     ("/api/light/new", {"room": "Moon base"}, "no room named 'Moon base'"),
     ("/api/light/new", {"seed": "x"}, "the seed must be a whole number"),
@@ -90,6 +92,7 @@ CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-back
                   "--disable-component-update", "--disable-sync", "--no-first-run")
 
 
+@pytest.mark.slow
 def test_a_person_plays_both_games_in_a_real_browser(demo_url, tmp_path):
     webdriver = pytest.importorskip("selenium.webdriver")
     from selenium.webdriver.common.by import By

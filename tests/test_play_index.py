@@ -24,6 +24,7 @@ def ranker():
     return load_light_model("light-bi-ranker")
 
 
+@pytest.mark.slow
 def test_built_once_then_loaded_with_the_same_embeddings(ranker, play_corpus):
     corpus = UtteranceCorpus.open(play_corpus)
     built, first = load_or_build_index(ranker, corpus, LIMIT, progress=False)
@@ -39,6 +40,7 @@ def test_built_once_then_loaded_with_the_same_embeddings(ranker, play_corpus):
     assert not list(directory.parent.glob(".*"))                   # no staging directory left behind
 
 
+@pytest.mark.slow
 def test_a_damaged_index_is_rebuilt_not_used(ranker, play_corpus):
     corpus = UtteranceCorpus.open(play_corpus)
     _, info = load_or_build_index(ranker, corpus, LIMIT, progress=False)
@@ -50,6 +52,7 @@ def test_a_damaged_index_is_rebuilt_not_used(ranker, play_corpus):
     assert after["built"]
 
 
+@pytest.mark.slow
 def test_other_weights_or_another_corpus_get_their_own_index(ranker, play_corpus, tmp_path):
     corpus = UtteranceCorpus.open(play_corpus)
     _, info = load_or_build_index(ranker, corpus, LIMIT, progress=False)
@@ -78,6 +81,7 @@ def test_a_directory_without_a_corpus_is_refused(tmp_path):
         UtteranceCorpus.open(tmp_path)
 
 
+@pytest.mark.slow
 def test_several_corpora_make_one_bigger_index(play_corpus, tmp_path):
     from zoo.light.environment import authored_world
     from zoo.light.sim import SimConfig, generate_corpus, write_corpus

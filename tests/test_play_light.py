@@ -47,6 +47,7 @@ def play(tmp_path, play_corpus, *extra, script=SCRIPT, name="game"):
     return [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
 
 
+@pytest.mark.slow
 def test_a_scripted_game_is_recorded_turn_by_turn(tmp_path, play_corpus, no_light_data, capsys):
     from zoo.play.retrieval_index import UtteranceCorpus
 
@@ -87,6 +88,7 @@ def test_a_scripted_game_is_recorded_turn_by_turn(tmp_path, play_corpus, no_ligh
         assert act["why"] and (act["text"] is not None or act["changes"] == [])  # no action, no change
 
 
+@pytest.mark.slow
 def test_the_same_script_and_seed_replay_the_same_game(tmp_path, play_corpus, no_light_data):
     def without_time(records):
         return [{k: v for k, v in r.items() if k not in ("seconds", "index", "load_seconds")} for r in records]

@@ -17,6 +17,7 @@ pexpect = pytest.importorskip("pexpect")
 PROMPT = "you> "
 
 
+@pytest.mark.slow
 def test_a_person_talks_acts_is_refused_and_quits(play_corpus, play_cache, tmp_path):
     env = {**os.environ, "ZOO_CACHE": str(play_cache), "ZOO_DATA_DIR": str(tmp_path), "OMP_NUM_THREADS": "1",
            "PYTHONIOENCODING": "utf-8"}

@@ -56,6 +56,7 @@ def test_blocks_model_options_are_checked_against_the_objective_s_constructor(tm
     assert not (tmp_path / "run").exists()  # refused before the run directory is made
 
 
+@pytest.mark.slow
 def test_recipe_help_lists_the_keys_and_exits_zero():
     completed = subprocess.run([sys.executable, str(RECIPES / "light_bi.py"), "--help"], capture_output=True, text=True,
                                timeout=120)
@@ -72,6 +73,7 @@ def test_blocks_procedural_sizes_are_validated():
         BlocksDataModule(source="procedural", procedural_sizes={"train": 0})
 
 
+@pytest.mark.slow
 def test_resuming_with_another_model_configuration_is_one_line(tmp_path):
     import importlib.util
 

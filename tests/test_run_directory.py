@@ -229,6 +229,7 @@ def snapshot(run_dir: Path) -> dict[str, bytes]:
             if p.is_file() and p.name not in (".zoo-run.holder.json",)}
 
 
+@pytest.mark.slow
 def test_light_rerun_with_other_options_or_devices_is_refused_and_the_run_is_untouched(corpus_dir, tmp_path):
     run_dir = tmp_path / "starspace"
     results = starspace(corpus_dir, run_dir)
@@ -246,6 +247,7 @@ def test_light_rerun_with_other_options_or_devices_is_refused_and_the_run_is_unt
         assert snapshot(run_dir) == before
 
 
+@pytest.mark.slow
 def test_light_rerun_of_a_finished_run_reports_it_unchanged_and_an_allowed_extension_adds_a_leg(corpus_dir, tmp_path):
     run_dir = tmp_path / "starspace"
     first = starspace(corpus_dir, run_dir)
@@ -260,6 +262,7 @@ def test_light_rerun_of_a_finished_run_reports_it_unchanged_and_an_allowed_exten
     assert longer["config_sha256"] == first["config_sha256"]
 
 
+@pytest.mark.slow
 def test_blocks_resumed_with_another_reward_size_or_learning_rate_is_refused(tmp_path):
     recipe = blocks_recipe()
     run_dir = tmp_path / "bandit"
@@ -279,6 +282,7 @@ def test_blocks_resumed_with_another_reward_size_or_learning_rate_is_refused(tmp
         recipe.main([*BLOCKS_TINY, *BANDIT, f"run_dir={run_dir}"])
 
 
+@pytest.mark.slow
 def test_a_moved_run_folder_resumes_and_exports_from_its_new_place(tmp_path):
     recipe = blocks_recipe()
     first, second = tmp_path / "first", tmp_path / "elsewhere" / "second"

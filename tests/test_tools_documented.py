@@ -25,6 +25,7 @@ def test_a_tool_is_named_in_a_report(tool):
     assert naming, f"tools/{tool.name} is named in no report under docs/"
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("tool", TOOLS, ids=lambda path: path.name)
 def test_a_tool_answers_help(tool):
     command = [sys.executable, str(tool), "--help"] if tool.suffix == ".py" else ["bash", str(tool), "--help"]
