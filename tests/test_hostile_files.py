@@ -164,6 +164,14 @@ def test_a_deep_pickle_in_the_fixture_folder_is_refused_by_eval(tmp_path):
     assert PICKLE in line and "256 levels" in line
 
 
+def test_appending_to_a_set_is_a_damaged_pickle_in_one_line():
+    """EMPTY_SET then APPENDS: the unpickler's own AttributeError is a one-line refusal."""
+    from zoo.light.safe_pickle import CorruptPickleError, loads_pickle
+
+    with pytest.raises(CorruptPickleError, match=r"^x\.pkl: not a valid pickle .*'set' object has no attribute 'append'$"):
+        loads_pickle(b"\x80\x04\x8f\x94(K\x01e.", source="x.pkl")
+
+
 def test_pickle_scan_bounds_memo_tables_and_refuses_grown_containers():
     import pickle
 

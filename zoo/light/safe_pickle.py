@@ -101,8 +101,8 @@ def _load(data: bytes, source: str) -> Any:
         raise
     except EOFError as error:
         raise CorruptPickleError(f"{source}: the pickle ends early (truncated or empty file)") from error
-    except (pickle.UnpicklingError, ValueError, TypeError, IndexError, KeyError, OverflowError,
-            UnicodeDecodeError, RecursionError, MemoryError) as error:
+    except (pickle.UnpicklingError, ValueError, TypeError, IndexError, KeyError, OverflowError, AttributeError,
+            UnicodeDecodeError, RecursionError, MemoryError) as error:  # AttributeError: an APPEND onto a set
         raise CorruptPickleError(f"{source}: not a valid pickle (truncated or damaged): {error}") from error
     if handle.read(1):
         raise CorruptPickleError(f"{source}: unexpected bytes after the end of the pickle")
