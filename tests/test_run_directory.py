@@ -124,6 +124,20 @@ def test_one_process_at_a_time_and_the_refusal_names_the_holder(tmp_path):
     RunDirectory.open(config(run_dir)).close()  # released
 
 
+def test_another_configuration_started_while_the_run_is_writing_names_the_holder(tmp_path):
+    """Two recipes started together: the second sees the first's config, but the better reason
+    to give is the live holder, and the refusal writes nothing."""
+    run_dir = tmp_path / "run"
+    with RunDirectory.open(config(run_dir, seed=1)):
+        (run_dir / "checkpoints").mkdir()
+        before = {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()}
+        with pytest.raises(RunInUseError, match=rf"in use by pid {os.getpid()} on \S+ \(started 20"):
+            RunDirectory.open(config(run_dir, seed=2))
+        assert {p.name: p.read_bytes() for p in run_dir.iterdir() if p.is_file()} == before
+    with pytest.raises(ConfigChangedError, match=r"seed: 1 -> 2"):  # released: the configuration is the reason
+        RunDirectory.open(config(run_dir, seed=2))
+
+
 @pytest.mark.parametrize("where", ["users_folder", "working_directory", "empty", "file"])
 def test_a_folder_zoo_did_not_make_a_run_is_refused_untouched(tmp_path, monkeypatch, where):
     target = tmp_path / "mine"

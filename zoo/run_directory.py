@@ -226,7 +226,11 @@ class RunDirectory:
             return cls._read_only(run_dir, wanted)
         _check_usable(run_dir)
         if run_dir.is_dir():  # a refusal writes nothing, not even the marker or the lock file
-            cls._compare(run_dir, wanted, set(allowed))
+            try:
+                cls._compare(run_dir, wanted, set(allowed))
+            except ConfigChangedError:
+                refuse_if_in_use(run_dir)  # a process writing the run now is the better reason to give
+                raise
         run_dir.mkdir(parents=True, exist_ok=True)
         from zoo.files import MARKER_NAME, write_marker
 
@@ -360,6 +364,21 @@ def acquire(run_dir: Path):
     atomic_write_text(run_dir / HOLDER_NAME, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                          "started": _now()}) + "\n")
     return lock
+
+
+def refuse_if_in_use(run_dir: Path) -> None:
+    """RunInUseError if a live process holds the run's lock; probed without writing anything."""
+    from filelock import FileLock, Timeout
+
+    if not (run_dir / LOCK_NAME).is_file():
+        return
+    probe = FileLock(str(run_dir / LOCK_NAME), timeout=0)
+    try:
+        probe.acquire()
+    except Timeout:
+        raise RunInUseError(f"run_dir {str(run_dir)!r} is in use by {holder(run_dir)}; "
+                            "wait for it to end, or use a new run_dir") from None
+    probe.release()
 
 
 def holder(run_dir: Path) -> str:
