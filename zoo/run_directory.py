@@ -349,11 +349,9 @@ def _now() -> str:
     return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
 
 
-def acquire(run_dir: Path):
-    """The run directory's lock (not waited for: a held lock is refused naming its holder)."""
+def _lock_now(run_dir: Path):
+    """The run directory's lock, taken at once or refused naming its holder (never waited for)."""
     from filelock import FileLock, Timeout
-
-    from zoo.files import atomic_write_text
 
     lock = FileLock(str(run_dir / LOCK_NAME), timeout=0)
     try:
@@ -361,6 +359,14 @@ def acquire(run_dir: Path):
     except Timeout:
         raise RunInUseError(f"run_dir {str(run_dir)!r} is in use by {holder(run_dir)}; "
                             "wait for it to end, or use a new run_dir") from None
+    return lock
+
+
+def acquire(run_dir: Path):
+    """The run directory's lock, with the sidecar that names this process as its holder."""
+    from zoo.files import atomic_write_text
+
+    lock = _lock_now(run_dir)
     atomic_write_text(run_dir / HOLDER_NAME, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                          "started": _now()}) + "\n")
     return lock
@@ -368,17 +374,8 @@ def acquire(run_dir: Path):
 
 def refuse_if_in_use(run_dir: Path) -> None:
     """RunInUseError if a live process holds the run's lock; probed without writing anything."""
-    from filelock import FileLock, Timeout
-
-    if not (run_dir / LOCK_NAME).is_file():
-        return
-    probe = FileLock(str(run_dir / LOCK_NAME), timeout=0)
-    try:
-        probe.acquire()
-    except Timeout:
-        raise RunInUseError(f"run_dir {str(run_dir)!r} is in use by {holder(run_dir)}; "
-                            "wait for it to end, or use a new run_dir") from None
-    probe.release()
+    if (run_dir / LOCK_NAME).is_file():
+        _lock_now(run_dir).release()
 
 
 def holder(run_dir: Path) -> str:

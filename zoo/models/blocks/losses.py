@@ -96,7 +96,7 @@ def episode_weights(episodes: torch.Tensor) -> torch.Tensor:
 
     This is the original trainer's per-episode mean (docs/blocks_environment.md §6.4) carried over to an update
     that pools several episodes: a 2-step episode ended by an early STOP moves the policy
-    as much as a 40-step one, where a plain mean over pooled steps gives its STOP 1/80 of
+    as much as a 40-step one, where a plain mean over pooled steps gives its STOP action 1/80 of
     the update."""
     _, inverse, counts = torch.unique(episodes, return_inverse=True, return_counts=True)
     return 1.0 / (counts[inverse].double() * len(counts))
