@@ -75,10 +75,40 @@ def test_an_explicit_omp_num_threads_is_kept(monkeypatch):
 
 def test_busy_cores_are_left_out(monkeypatch):
     cores = machine_cores()
+    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: 1.0)
+    assert idle_cores() == 1
+    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: 0.0)
+    assert idle_cores() == cores
+
+
+def test_without_a_cpu_sample_the_load_average_decides(monkeypatch):
+    cores = machine_cores()
+    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: None)
     monkeypatch.setattr(os, "getloadavg", lambda: (10.0 * cores, 0.0, 0.0))
     assert idle_cores() == 1
     monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
     assert idle_cores() == cores
+
+
+def test_the_cpu_sample_sees_a_busy_core():
+    """A thread spinning beside the sampler shows as busy time: on any machine it is at least
+    part of one core's share."""
+    import threading
+
+    stop = threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            pass
+
+    worker = threading.Thread(target=spin)
+    worker.start()
+    try:
+        busy = bulk_encoding.busy_fraction(0.3)
+    finally:
+        stop.set()
+        worker.join()
+    assert busy is None or 0.5 / machine_cores() < busy <= 1.0
 
 
 @pytest.mark.slow
