@@ -44,6 +44,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--beta-start", type=float, default=1.0)
     parser.add_argument("--beta-decay", type=float, default=0.99, help="per rollout")
     parser.add_argument("--beta-end", type=float, default=0.0)
+    parser.add_argument("--stop-weight", type=float, default=1.0, help="the STOP labels' weight against the moves'")
     parser.add_argument("--policy-actions", choices=("greedy", "sample"), default="greedy")
     parser.add_argument("--replay-size", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -76,7 +77,7 @@ def main(argv=None) -> dict:
     if args.previous_action and not start.hparams.use_previous_action:
         torch.manual_seed(args.seed)
         start = start.with_previous_action_input()
-    policy = start.to_objective(BlocksDagger, learning_rate=args.lr)
+    policy = start.to_objective(BlocksDagger, learning_rate=args.lr, stop_weight=args.stop_weight)
     optimizer = policy.configure_optimizers()
     loop = ExpertLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
                       beta_start=args.beta_start, beta_decay=args.beta_decay, beta_end=args.beta_end,

@@ -141,3 +141,19 @@ def test_method_dagger_trains_from_the_recipe(tmp_path):
     trained = BlocksDagger.from_pretrained(tmp_path / "pretrained")
     assert type(trained) is BlocksDagger and trained.objective == "dagger"
     assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+
+
+def test_a_stop_weight_counts_each_stop_label_that_many_times():
+    """Weight 3 on STOP is the plain mean over the labels with each STOP repeated three times."""
+    from zoo.models.blocks import losses
+
+    torch.manual_seed(0)
+    block, direction = torch.randn(4, 20).log_softmax(-1), torch.randn(4, 5).log_softmax(-1)
+    labels = torch.tensor([STOP, 7, 12, STOP])
+    repeated = torch.tensor([0, 0, 0, 1, 2, 3, 3, 3])
+    expected = losses.supervised_loss(block[repeated], direction[repeated], labels[repeated])
+    assert torch.isclose(losses.supervised_loss(block, direction, labels, stop_weight=3.0), expected)
+    assert torch.isclose(losses.supervised_loss(block, direction, labels, stop_weight=1.0),
+                         losses.supervised_loss(block, direction, labels))
+    with pytest.raises(ValueError, match="stop_weight"):
+        BlocksDagger(["<pad>", "<unk>"], stop_weight=0.0, **SMALL)

@@ -443,6 +443,7 @@ class DaggerOptions(BlocksNetworkOptions):
     beta_start: Fraction = 1.0
     beta_decay: Annotated[float, Field(gt=0, le=1)] = 0.99
     beta_end: Fraction = 0.0
+    stop_weight: Annotated[float, Field(gt=0, le=1000)] = 1.0
 
     @model_validator(mode="after")
     def _beta_falls(self):

@@ -25,7 +25,8 @@ class BlocksDagger(BlocksPolicy):
     """The block policy trained on ``batch["dagger"]``: replay minibatches of expert labels.
     Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``. ``beta_start``,
     ``beta_decay`` and ``beta_end`` are its schedule: the expert's share of the actions in each
-    rollout (an ExpertLoop's), multiplied by ``beta_decay`` after every rollout down to ``beta_end``."""
+    rollout (an ExpertLoop's), multiplied by ``beta_decay`` after every rollout down to ``beta_end``.
+    ``stop_weight`` weighs the STOP labels in the cross-entropy against the moves'."""
 
     data_mode = "episodes"
     training_loop = "expert"
@@ -35,7 +36,7 @@ class BlocksDagger(BlocksPolicy):
                  hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
                  init: str = "glorot", learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", beta_start: float = 1.0, beta_decay: float = 0.99,
-                 beta_end: float = 0.0):
+                 beta_end: float = 0.0, stop_weight: float = 1.0):
         super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
                          direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
                          learning_rate)
@@ -44,6 +45,8 @@ class BlocksDagger(BlocksPolicy):
         if self.hparams.gradient_clip_algorithm not in CLIP_ALGORITHMS:
             raise ValueError(f"gradient_clip_algorithm must be one of {CLIP_ALGORITHMS}; "
                              f"got {self.hparams.gradient_clip_algorithm!r}")
+        if not self.hparams.stop_weight > 0:
+            raise ValueError(f"stop_weight must be positive; got {self.hparams.stop_weight}")
 
     @property
     def automatic_optimization(self) -> bool:
@@ -63,7 +66,7 @@ class BlocksDagger(BlocksPolicy):
         for minibatch in minibatches:
             block, direction = self.label_heads(minibatch)
             labels = minibatch["labels"].to(self.device)
-            loss = losses.supervised_loss(block, direction, labels)
+            loss = losses.supervised_loss(block, direction, labels, self.hparams.stop_weight)
             optimizer.zero_grad()
             backward(loss)
             clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)

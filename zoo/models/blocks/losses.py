@@ -59,9 +59,17 @@ def entropy(log_probs: torch.Tensor, floor: float = 0.0) -> torch.Tensor:
     return -(log_probs.exp() * log_probs).sum(dim=-1)
 
 
-def supervised_loss(block_log_probs, direction_log_probs, gold_actions) -> torch.Tensor:
-    """Negative log-likelihood of the demonstration's action (maximum likelihood)."""
-    return -action_log_prob(block_log_probs, direction_log_probs, gold_actions).mean()
+def supervised_loss(block_log_probs, direction_log_probs, gold_actions, stop_weight: float = 1.0) -> torch.Tensor:
+    """Negative log-likelihood of the demonstration's action (maximum likelihood).
+
+    ``stop_weight`` weighs the STOP labels against the moves (a weighted mean): an episode
+    has one STOP and ten or more moves, and a learner on its own longer episodes sees STOP
+    rarer still."""
+    log_likelihood = action_log_prob(block_log_probs, direction_log_probs, gold_actions)
+    if stop_weight == 1.0:
+        return -log_likelihood.mean()
+    weights = torch.where(gold_actions == STOP, stop_weight, 1.0).to(log_likelihood.dtype)
+    return -(weights * log_likelihood).sum() / weights.sum()
 
 
 def policy_gradient_loss(block_log_probs, direction_log_probs, actions, targets, entropy_coefficient: float = 0.1,
