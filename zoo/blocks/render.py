@@ -43,6 +43,7 @@ __all__ = [
     "standardize",
     "to_display",
     "project",
+    "unproject",
 ]
 
 IMAGE_SIZE = 120
@@ -130,6 +131,13 @@ def project(x: torch.Tensor | float, z: torch.Tensor | float, height: float = 0.
     point at ``(x, height, z)``; pixel ``(r, c)`` covers ``[c, c+1) x [r, r+1)``."""
     scale = FOCAL / (CAMERA_HEIGHT - height)
     return IMAGE_SIZE / 2 + (x - CAMERA_X) * scale, IMAGE_SIZE / 2 + z * scale
+
+
+def unproject(u: torch.Tensor | float, v: torch.Tensor | float, height: float = 0.0):
+    """The board point ``(x, z)`` at ``height`` seen at image coordinates ``(u, v)``: the
+    inverse of :func:`project`."""
+    scale = FOCAL / (CAMERA_HEIGHT - height)
+    return CAMERA_X + (u - IMAGE_SIZE / 2) / scale, (v - IMAGE_SIZE / 2) / scale
 
 
 def _pixel_slopes() -> torch.Tensor:

@@ -1,0 +1,96 @@
+"""Goal-prediction targets: where an instruction puts its block, as a cell of a map over the
+start image.
+
+Goal prediction (Misra et al., EMNLP 2018) splits instruction following into reading where
+the goal is and getting there. Its data is one item per example: the start board's frame
+(what the agent sees before it acts), the instruction, the block that moves and its goal
+centre, and that centre as a cell of a ``cells x cells`` grid over the image. The camera sees
+the blocks' top faces, so the goal is placed on the image where the moved block's top face
+would be seen (:func:`~zoo.blocks.render.project` at the block's height); a cell maps back to
+the board the same way (:func:`cell_centre`).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+import torch
+
+from zoo.blocks.geometry import BLOCK_SIZE
+from zoo.blocks.records import Example
+from zoo.blocks.render import IMAGE_SIZE, project, unproject
+from zoo.blocks.vocab import Vocabulary
+
+MAP_CELLS = 60
+"""Cells per side of the goal map: 2 pixels each, about a quarter of a block length."""
+
+
+def goal_cell(goal: torch.Tensor, cells: int = MAP_CELLS) -> torch.Tensor:
+    """The map cell (row-major index) where a goal centre ``[N, 2]`` (x, z) is seen. [N]"""
+    u, v = project(goal[:, 0].double(), goal[:, 1].double(), height=BLOCK_SIZE)
+    per_cell = IMAGE_SIZE / cells
+    column = (u / per_cell).floor().long().clamp(0, cells - 1)
+    row = (v / per_cell).floor().long().clamp(0, cells - 1)  # rows grow with +z (the agent's frames)
+    return row * cells + column
+
+
+def cell_centre(cells_index: torch.Tensor, cells: int = MAP_CELLS) -> torch.Tensor:
+    """The board point (x, z) at the centre of map cells (row-major indices). [N, 2]"""
+    per_cell = IMAGE_SIZE / cells
+    row, column = cells_index // cells, cells_index % cells
+    x, z = unproject((column.double() + 0.5) * per_cell, (row.double() + 0.5) * per_cell, height=BLOCK_SIZE)
+    return torch.stack([x, z], dim=-1)
+
+
+def goal_errors(predicted: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
+    """Distances between predicted and true goal centres, in block lengths. [N]"""
+    return (predicted.double() - goal.double()).norm(dim=-1) / BLOCK_SIZE
+
+
+@dataclass
+class GoalTargets:
+    """Every example of a split as tensors: ``frames`` [T, 3, H, W] uint8 (one per transition),
+    ``frame_of`` [N] (each example's frame), ``tokens`` [N, L] and ``lengths`` [N], ``block`` [N]
+    (the block that moves), ``start`` [N, 2] (where it stands), ``goal`` [N, 2] and ``cell`` [N]."""
+
+    frames: torch.Tensor
+    frame_of: torch.Tensor
+    tokens: torch.Tensor
+    lengths: torch.Tensor
+    block: torch.Tensor
+    start: torch.Tensor
+    goal: torch.Tensor
+    cell: torch.Tensor
+
+    def __len__(self) -> int:
+        return len(self.block)
+
+    def batch(self, rows: torch.Tensor) -> dict[str, torch.Tensor]:
+        """The items ``rows`` (tokens cut to the longest of them)."""
+        lengths = self.lengths[rows]
+        return {"frames": self.frames[self.frame_of[rows]], "tokens": self.tokens[rows, : int(lengths.max())],
+                "lengths": lengths, "block": self.block[rows], "start": self.start[rows], "goal": self.goal[rows],
+                "cell": self.cell[rows]}
+
+
+def goal_targets(examples: Sequence[Example], renderer, vocabulary: Vocabulary, cells: int = MAP_CELLS,
+                 render_batch: int = 64) -> GoalTargets:
+    """Goal targets of ``examples``; each transition's start frame is rendered once."""
+    transitions, frame_of, seen = [], [], {}
+    for example in examples:
+        key = id(example.transition)
+        if key not in seen:
+            seen[key] = len(transitions)
+            transitions.append(example.transition)
+        frame_of.append(seen[key])
+    frames = torch.cat([renderer.render_boards([t.start for t in transitions[first : first + render_batch]],
+                                               [t.decoration == "logo" for t in transitions[first : first + render_batch]])
+                        for first in range(0, len(transitions), render_batch)])
+    tokens, lengths = vocabulary.encode_batch([e.instruction for e in examples])
+    block = torch.tensor([e.transition.moved_block for e in examples], dtype=torch.long)
+    start = torch.tensor(np.stack([e.transition.start[e.transition.moved_block] for e in examples]), dtype=torch.float64)
+    goal = torch.tensor(np.stack([e.transition.goal[e.transition.moved_block] for e in examples]), dtype=torch.float64)
+    return GoalTargets(frames.to(torch.uint8), torch.tensor(frame_of, dtype=torch.long), tokens, lengths, block,
+                       start, goal, goal_cell(goal, cells))

@@ -1,0 +1,132 @@
+"""Goal prediction for Blocks: a map over the start image of where the instruction puts its
+block, in the manner of LingUNet (Misra et al., EMNLP 2018).
+
+The paper's policy network reads the image into one 200-d vector and the instruction into
+another and mixes them only after both are pooled, so "the first open space to the right of
+the SRI block" must be resolved without knowing where on the image anything is. LingUNet
+keeps the image spatial: an encoder of strided convolutions, at each level a 1x1 convolution
+whose kernels are computed from the instruction (the text decides which features matter,
+everywhere on the image), and a decoder of transposed convolutions that brings the levels
+back to a map of scores, one per cell (:mod:`zoo.blocks.goals`). The goal is the cell with the
+highest score; a second head names the block to move.
+
+Coordinate channels (the pixel's x and z) go in beside the colours, so the network can tell
+the board's edges and halves apart (convolutions alone are blind to where they are).
+
+It is trained by supervision on the annotated goal (cross-entropy over the map's cells, plus
+the block's cross-entropy); the training environment gives both, the test-time input is only
+the image and the instruction.
+"""
+
+from __future__ import annotations
+
+import lightning as L
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from zoo.blocks.geometry import MAX_BLOCKS
+from zoo.blocks.goals import MAP_CELLS, cell_centre, goal_errors
+from zoo.blocks.history import standardize_stacks
+from zoo.blocks.render import IMAGE_SIZE
+from zoo.models.blocks.network import InstructionEncoder
+
+
+def coordinate_channels(size: int) -> torch.Tensor:
+    """Two channels [2, size, size]: each pixel's column and row, scaled to [-1, 1]."""
+    axis = torch.linspace(-1.0, 1.0, size)
+    return torch.stack([axis[None, :].expand(size, size), axis[:, None].expand(size, size)])
+
+
+class TextKernels(nn.Module):
+    """A 1x1 convolution per example whose ``channels x channels`` kernel is a linear function of
+    the instruction vector, each output kernel scaled to unit norm (LingUNet's text kernels)."""
+
+    def __init__(self, text_dim: int, channels: int):
+        super().__init__()
+        self.channels = channels
+        self.kernels = nn.Linear(text_dim, channels * channels)
+
+    def forward(self, features: torch.Tensor, text: torch.Tensor) -> torch.Tensor:
+        kernels = F.normalize(self.kernels(text).view(-1, self.channels, self.channels), dim=-1)
+        return torch.einsum("bchw,boc->bohw", features, kernels)
+
+
+class BlocksGoalPredictor(L.LightningModule):
+    """Start frame and instruction -> scores of the goal over a ``MAP_CELLS``² map and of the
+    block to move (20)."""
+
+    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, channels: int = 32,
+                 levels: int = 4, dropout: float = 0.1, block_weight: float = 1.0, learning_rate: float = 1e-3,
+                 weight_decay: float = 0.0):
+        super().__init__()
+        self.save_hyperparameters()
+        if levels < 2:
+            raise ValueError(f"a goal predictor needs at least 2 levels; got {levels}")
+        self.instruction = InstructionEncoder(len(vocabulary), embedding_dim, lstm_dim)
+        self.register_buffer("coordinates", coordinate_channels(IMAGE_SIZE), persistent=False)
+        # Encoder: 120 -> 60 (5x5, stride 2), then halving with 3x3 stride-2 convolutions.
+        self.encoder = nn.ModuleList(
+            [nn.Conv2d(3 + 2, channels, 5, stride=2, padding=2)]
+            + [nn.Conv2d(channels, channels, 3, stride=2, padding=1) for _ in range(levels - 1)])
+        self.norms = nn.ModuleList(nn.InstanceNorm2d(channels, affine=True) for _ in range(levels))
+        self.text_kernels = nn.ModuleList(TextKernels(lstm_dim, channels) for _ in range(levels))
+        # Decoder: from the deepest level back up to 60x60, each step joined with its level's text-filtered map.
+        self.decoder = nn.ModuleList(nn.ConvTranspose2d(channels if step == 0 else 2 * channels, channels, 3, stride=2,
+                                                        padding=1) for step in range(levels - 1))
+        self.goal_scores = nn.Conv2d(2 * channels, 1, 1)
+        self.block_head = nn.Sequential(nn.Linear(lstm_dim + channels, 128), nn.ReLU(), nn.Dropout(dropout),
+                                        nn.Linear(128, MAX_BLOCKS))
+        self.dropout = nn.Dropout(dropout)
+
+    def forward(self, frames: torch.Tensor, tokens: torch.Tensor, lengths: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Goal-cell logits [B, MAP_CELLS²] and block log-probabilities [B, 20] from uint8 start
+        frames [B, 3, 120, 120] and padded instruction ids."""
+        images = standardize_stacks(frames.to(self.device))
+        images = torch.cat([images, self.coordinates.expand(len(images), -1, -1, -1)], dim=1)
+        text = self.dropout(self.instruction(tokens.to(self.device), lengths))
+        levels, features = [], images
+        for convolution, norm in zip(self.encoder, self.norms):
+            features = F.leaky_relu(norm(convolution(features)))
+            levels.append(features)
+        filtered = [kernels(level, text) for kernels, level in zip(self.text_kernels, levels)]
+        up = filtered[-1]
+        for step, deconvolution in enumerate(self.decoder):
+            skip = filtered[-2 - step]
+            joined = up if step == 0 else torch.cat([up, filtered[-1 - step]], dim=1)
+            up = F.leaky_relu(deconvolution(joined, output_size=skip.shape[-2:]))
+        scores = self.goal_scores(torch.cat([up, filtered[0]], dim=1)).flatten(1)
+        pooled = levels[-1].mean(dim=(2, 3))
+        block = self.block_head(torch.cat([text, pooled], dim=1)).log_softmax(-1)
+        return scores, block
+
+    @torch.no_grad()
+    def predict(self, frames, tokens, lengths) -> tuple[torch.Tensor, torch.Tensor]:
+        """The predicted goal centres (x, z) [B, 2] and blocks [B]."""
+        scores, block = self(frames, tokens, lengths)
+        return cell_centre(scores.argmax(-1).cpu(), MAP_CELLS), block.argmax(-1).cpu()
+
+    def losses(self, batch: dict) -> dict[str, torch.Tensor]:
+        scores, block = self(batch["frames"], batch["tokens"], batch["lengths"])
+        goal_loss = F.cross_entropy(scores, batch["cell"].to(self.device))
+        block_loss = F.nll_loss(block, batch["block"].to(self.device))
+        predicted = cell_centre(scores.detach().argmax(-1).cpu(), MAP_CELLS)
+        return {"loss": goal_loss + self.hparams.block_weight * block_loss, "goal_loss": goal_loss,
+                "block_loss": block_loss, "goal_error": goal_errors(predicted, batch["goal"]).mean(),
+                "block_accuracy": (block.detach().argmax(-1).cpu() == batch["block"]).float().mean()}
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        values = self.losses(batch)
+        self.log_dict({f"train/{k}": v for k, v in values.items()}, batch_size=len(batch["block"]),
+                      prog_bar=False)
+        return values["loss"]
+
+    def validation_step(self, batch: dict, batch_idx: int) -> None:
+        values = self.losses(batch)
+        self.log_dict({f"val/{k}": v for k, v in values.items()}, batch_size=len(batch["block"]),
+                      prog_bar=True)
+
+    def configure_optimizers(self):
+        return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate,
+                                 weight_decay=self.hparams.weight_decay)
