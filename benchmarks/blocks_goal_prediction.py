@@ -22,10 +22,10 @@ from pathlib import Path
 
 import torch
 
-from zoo.models.bulk_encoding import cpu_has_bf16
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.goals import GoalTargets, goal_errors, goal_targets
 from zoo.models.blocks.goal import BlocksGoalPredictor
+from zoo.models.bulk_encoding import cpu_has_bf16
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -124,7 +124,7 @@ def main(argv=None) -> dict:
         if since_best >= args.patience or (args.seconds is not None and point["seconds"] > args.seconds):
             break
     model.load_state_dict(best_state)
-    summary = {"config": config, "selected_epoch": best["epoch"], "tuning": evaluate(model, tuning, bf16=bf16),
+    summary = {"config": config, "selected_epoch": best["epoch"], "tuning": {k.removeprefix("tuning_"): v for k, v in best.items() if k.startswith("tuning_")},
                "dev": evaluate(model, dev, bf16=bf16), "references": {"tuning": references(train, tuning),
                                                            "dev": references(train, dev)},
                "epochs_run": len(curve), "seconds": round(time.perf_counter() - started, 1)}
