@@ -103,7 +103,7 @@ def main(argv=None) -> dict:
             values["loss"].backward()
             optimizer.step()
             for key in totals:
-                totals[key] += float(values[key])
+                totals[key] += float(values[key].detach())
             batches += 1
         point = {"epoch": epoch, **{f"train_{k}": round(v / batches, 4) for k, v in totals.items()},
                  **{f"tuning_{k}": v for k, v in evaluate(model, tuning, bf16=bf16).items()},
