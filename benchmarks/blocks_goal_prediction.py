@@ -5,8 +5,11 @@ goal predictor trained on the real training data.
 
 Trains :class:`~zoo.models.blocks.goal.BlocksGoalPredictor` on the training examples (the
 tuning set held out), evaluates the goal error (block lengths from the predicted to the true
-goal centre) and the block accuracy on the tuning set after every epoch, keeps the epoch with
-the lowest tuning goal error, and reports it on dev. One line of JSON per evaluation
+goal centre) and the block accuracy on the tuning and dev sets after every epoch, and keeps the
+epoch with the lowest tuning goal error (the dev curve shows what that choice costs). On dev it
+also reports the task error of carrying the prediction out with the shortest-path expert
+(:func:`~zoo.blocks.goals.executed_errors`): what the goal prediction is worth to a perfect
+controller, beside the oracle's lattice error. One line of JSON per evaluation
 (appended to ``--out``), then a summary beside two references that read no language: the
 moved block's start (the goal error of not moving it) and the mean training goal.
 """
@@ -21,9 +24,10 @@ import time
 from pathlib import Path
 
 import torch
+from safetensors.torch import load_file, save_file
 
 from zoo.blocks.datamodule import BlocksDataModule
-from zoo.blocks.goals import GoalTargets, goal_errors, goal_targets
+from zoo.blocks.goals import GoalTargets, executed_errors, goal_errors, goal_targets
 from zoo.models.blocks.goal import BlocksGoalPredictor
 from zoo.models.bulk_encoding import cpu_has_bf16
 
@@ -44,24 +48,40 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("bf16", "fp32"), default=None,
                         help="autocast to bfloat16 (default where the CPU multiplies it natively: half the time)")
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
+    parser.add_argument("--evaluate", type=Path, metavar="WEIGHTS",
+                        help="train nothing: report the weights --save wrote (with the same --channels, --levels)")
+    parser.add_argument("--save", type=Path, help="write the selected epoch's weights to this safetensors file")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
 
 @torch.no_grad()
-def evaluate(model: BlocksGoalPredictor, targets: GoalTargets, batch_size: int = 256, bf16: bool = False) -> dict:
+def predictions(model: BlocksGoalPredictor, targets: GoalTargets, batch_size: int = 256,
+                bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
+    """The predicted goal centres [N, 2] and blocks [N] of every item of ``targets``."""
     model.eval()
-    errors, correct = [], 0
+    goals, blocks = [], []
     for first in range(0, len(targets), batch_size):
         batch = targets.batch(torch.arange(first, min(first + batch_size, len(targets))))
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
             goal, block = model.predict(batch["frames"], batch["tokens"], batch["lengths"])
-        errors.append(goal_errors(goal, batch["goal"]))
-        correct += int((block == batch["block"]).sum())
-    errors = torch.cat(errors)
-    return {"goal_error_mean": round(float(errors.mean()), 4), "goal_error_median": round(float(errors.median()), 4),
-            "within_1_block": round(float((errors <= 1.0).float().mean()), 4),
-            "block_accuracy": round(correct / len(targets), 4)}
+        goals.append(goal)
+        blocks.append(block)
+    return torch.cat(goals), torch.cat(blocks)
+
+
+def evaluate(model: BlocksGoalPredictor, targets: GoalTargets, bf16: bool = False, transitions=None) -> dict:
+    """Goal error and block accuracy; with the split's ``transitions``, also the task error of
+    carrying the prediction out with the expert (predicted block, and the gold block)."""
+    goal, block = predictions(model, targets, bf16=bf16)
+    errors = goal_errors(goal, targets.goal)
+    report = {"goal_error_mean": round(float(errors.mean()), 4), "goal_error_median": round(float(errors.median()), 4),
+              "within_1_block": round(float((errors <= 1.0).float().mean()), 4),
+              "block_accuracy": round(float((block == targets.block).float().mean()), 4)}
+    if transitions is not None:
+        report["executed_error"] = round(float(executed_errors(transitions, block, goal).mean()), 4)
+        report["executed_error_gold_block"] = round(float(executed_errors(transitions, targets.block, goal).mean()), 4)
+    return report
 
 
 def references(train: GoalTargets, split: GoalTargets) -> dict:
@@ -71,8 +91,15 @@ def references(train: GoalTargets, split: GoalTargets) -> dict:
     return {"block_start": round(float(staying.mean()), 4), "mean_training_goal": round(float(mean_goal.mean()), 4)}
 
 
+def oracle_error(split: GoalTargets, transitions) -> float:
+    """The task error of the true block carried to its true goal by the expert (the lattice's)."""
+    return round(float(executed_errors(transitions, split.block, split.goal).mean()), 4)
+
+
 def main(argv=None) -> dict:
     args = parse(argv)
+    if args.save is not None and args.save.exists():
+        raise SystemExit(f"{args.save} exists; pass a new path to --save")
     torch.set_num_threads(args.threads)
     torch.manual_seed(args.seed)
     bf16 = args.precision == "bf16" or (args.precision is None and cpu_has_bf16())
@@ -82,12 +109,23 @@ def main(argv=None) -> dict:
     train, tuning, dev = (goal_targets(examples, datamodule.renderer, datamodule.vocabulary)
                           for examples in (datamodule.train_examples, datamodule.tuning_examples,
                                            datamodule.dev_examples))
-    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
+    config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out", "save", "evaluate")}
     config["precision"] = "bf16" if bf16 else "fp32"
     print(f"{len(train)} training, {len(tuning)} tuning, {len(dev)} dev examples "
           f"({len(train.frames)} training boards rendered in {time.perf_counter() - built:.0f}s)", flush=True)
     model = BlocksGoalPredictor(datamodule.vocabulary.words, channels=args.channels, levels=args.levels,
                                 dropout=args.dropout, learning_rate=args.lr, weight_decay=args.weight_decay)
+    dev_transitions = [example.transition for example in datamodule.dev_examples]
+    if args.evaluate is not None:
+        model.load_state_dict(load_file(str(args.evaluate)))
+        summary = {"config": config, "weights": str(args.evaluate),
+                   "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
+                   "references": {"dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}}}
+        print(json.dumps(summary), flush=True)
+        if args.out:
+            with args.out.open("a") as handle:
+                handle.write(json.dumps(summary) + "\n")
+        return summary
     optimizer = model.configure_optimizers()
     generator = torch.Generator().manual_seed(args.seed)
     best, best_state, since_best, curve, started = None, None, 0, [], time.perf_counter()
@@ -107,12 +145,14 @@ def main(argv=None) -> dict:
             batches += 1
         point = {"epoch": epoch, **{f"train_{k}": round(v / batches, 4) for k, v in totals.items()},
                  **{f"tuning_{k}": v for k, v in evaluate(model, tuning, bf16=bf16).items()},
+                 **{f"dev_{k}": v for k, v in evaluate(model, dev, bf16=bf16).items()},
                  "seconds": round(time.perf_counter() - started, 1)}
         curve.append(point)
         line = json.dumps({"config": config, **point})
         print(line if args.json else f"epoch {epoch:3d}  train loss {point['train_loss']:.3f}  "
               f"train goal error {point['train_goal_error']:.2f}  tuning goal error {point['tuning_goal_error_mean']:.3f} "
               f"(median {point['tuning_goal_error_median']:.2f}, block {point['tuning_block_accuracy']:.3f})  "
+              f"dev {point['dev_goal_error_mean']:.3f}  "
               f"{point['seconds']:.0f}s", flush=True)
         if args.out:
             with args.out.open("a") as handle:
@@ -124,9 +164,13 @@ def main(argv=None) -> dict:
         if since_best >= args.patience or (args.seconds is not None and point["seconds"] > args.seconds):
             break
     model.load_state_dict(best_state)
+    if args.save:
+        args.save.parent.mkdir(parents=True, exist_ok=True)
+        save_file({k: v.contiguous() for k, v in best_state.items()}, str(args.save), metadata={"config": json.dumps(config)})
     summary = {"config": config, "selected_epoch": best["epoch"], "tuning": {k.removeprefix("tuning_"): v for k, v in best.items() if k.startswith("tuning_")},
-               "dev": evaluate(model, dev, bf16=bf16), "references": {"tuning": references(train, tuning),
-                                                           "dev": references(train, dev)},
+               "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
+               "references": {"tuning": references(train, tuning),
+                              "dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}},
                "epochs_run": len(curve), "seconds": round(time.perf_counter() - started, 1)}
     print(json.dumps(summary), flush=True)
     if args.out:

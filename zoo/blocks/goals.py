@@ -18,8 +18,10 @@ from typing import Sequence
 import numpy as np
 import torch
 
-from zoo.blocks.geometry import BLOCK_SIZE
-from zoo.blocks.records import Example
+from zoo.blocks.board import BoardBatch, distance_error
+from zoo.blocks.expert import EpisodeExpert
+from zoo.blocks.geometry import BLOCK_SIZE, HORIZON
+from zoo.blocks.records import Example, Transition
 from zoo.blocks.render import IMAGE_SIZE, project, unproject
 from zoo.blocks.vocab import Vocabulary
 
@@ -47,6 +49,31 @@ def cell_centre(cells_index: torch.Tensor, cells: int = MAP_CELLS) -> torch.Tens
 def goal_errors(predicted: torch.Tensor, goal: torch.Tensor) -> torch.Tensor:
     """Distances between predicted and true goal centres, in block lengths. [N]"""
     return (predicted.double() - goal.double()).norm(dim=-1) / BLOCK_SIZE
+
+
+def executed_errors(transitions: Sequence[Transition], block: torch.Tensor, goal: torch.Tensor,
+                    horizon: int = HORIZON) -> torch.Tensor:
+    """The task's error (the paper's metric, block lengths) if each episode's ``block`` [N] went
+    to its predicted ``goal`` centre [N, 2] the way the shortest-path expert goes, around the
+    other blocks, and stopped on the reachable lattice cell nearest it. [N]
+
+    This is what a goal prediction is worth to a controller that carries it out perfectly: it
+    separates reading the instruction from acting. The true block and goal score the oracle's
+    lattice error; a block the board does not hold moves nothing.
+    """
+    boards = BoardBatch.from_transitions(transitions)
+    final = boards.start.clone()
+    start = boards.start.numpy()
+    for row, (moved, point, count) in enumerate(zip(block.tolist(), goal.double().numpy(), boards.n_blocks.tolist())):
+        if not 0 <= moved < count:
+            continue
+        target = start[row].copy()
+        target[moved] = point
+        expert = EpisodeExpert(start[row], target, moved, count)
+        field, _ = expert.field_at(start[row], horizon)
+        i, j = field.end
+        final[row, moved] = torch.tensor([expert.cell_x[i], expert.cell_z[j]], dtype=final.dtype)
+    return distance_error(final, boards.goal)
 
 
 @dataclass
