@@ -27,7 +27,7 @@ import torch
 from safetensors.torch import load_file, save_file
 
 from zoo.blocks.datamodule import BlocksDataModule
-from zoo.blocks.goals import GoalTargets, executed_errors, goal_errors, goal_targets
+from zoo.blocks.goals import GoalTargets, executed_errors, goal_errors, goal_targets, mirrored_examples
 from zoo.models.blocks.goal import BlocksGoalPredictor
 from zoo.models.bulk_encoding import cpu_has_bf16
 
@@ -42,6 +42,8 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--channels", type=int, default=32)
     parser.add_argument("--levels", type=int, default=4)
     parser.add_argument("--dropout", type=float, default=0.1)
+    parser.add_argument("--mirror", action="store_true",
+                        help="train on every example and its left-right mirror (zoo.blocks.goals.mirrored_examples)")
     parser.add_argument("--patience", type=int, default=10, help="epochs without a better tuning error before stopping")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -106,8 +108,11 @@ def main(argv=None) -> dict:
     datamodule = BlocksDataModule(source="real")
     datamodule.setup()
     built = time.perf_counter()
+    training_examples = list(datamodule.train_examples)
+    if args.mirror:
+        training_examples += mirrored_examples(training_examples)
     train, tuning, dev = (goal_targets(examples, datamodule.renderer, datamodule.vocabulary)
-                          for examples in (datamodule.train_examples, datamodule.tuning_examples,
+                          for examples in (training_examples, datamodule.tuning_examples,
                                            datamodule.dev_examples))
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out", "save", "evaluate")}
     config["precision"] = "bf16" if bf16 else "fp32"

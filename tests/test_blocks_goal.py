@@ -7,8 +7,8 @@ import pytest
 import torch
 
 from zoo.blocks.geometry import BLOCK_SIZE
-from zoo.blocks.goals import MAP_CELLS, cell_centre, executed_errors, goal_cell, goal_errors
-from zoo.blocks.records import Transition
+from zoo.blocks.goals import MAP_CELLS, cell_centre, executed_errors, goal_cell, goal_errors, mirrored, mirrored_examples
+from zoo.blocks.records import Example, Transition
 from zoo.models.blocks.goal import BlocksGoalPredictor
 
 
@@ -38,6 +38,18 @@ def test_the_true_goal_carried_out_ends_on_the_lattice_and_a_wrong_block_adds_it
     assert float(wrong) == pytest.approx(2 * staying)
     # A block the board does not hold moves nothing: the error of staying.
     assert float(executed_errors([transition], torch.tensor([7]), goal)) == pytest.approx(staying)
+
+
+def test_a_mirrored_example_swaps_left_and_right_in_the_board_and_the_words():
+    example = Example(two_block_transition(), "Move block 1 to the right of 2, not the West side")
+    mirror = mirrored(example)
+    assert mirror.instruction == "Move block 1 to the left of 2, not the east side"
+    assert mirror.transition.goal[0].tolist() == [-SHIFT, 0.0] and mirror.transition.start[1].tolist() == [0.0, 0.8]
+    twice = mirrored(mirror)
+    assert np.array_equal(twice.transition.goal, example.transition.goal)
+    assert twice.instruction.lower() == example.instruction.lower()
+    shared = mirrored_examples([example, Example(example.transition, "left of 2")])
+    assert shared[0].transition is shared[1].transition and shared[1].instruction == "right of 2"
 
 
 def test_on_real_dev_the_true_goals_carried_out_score_the_oracle(blocks_dev):

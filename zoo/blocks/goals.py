@@ -12,6 +12,8 @@ the board the same way (:func:`cell_centre`).
 
 from __future__ import annotations
 
+import dataclasses
+import re
 from dataclasses import dataclass
 from typing import Sequence
 
@@ -27,6 +29,34 @@ from zoo.blocks.vocab import Vocabulary
 
 MAP_CELLS = 60
 """Cells per side of the goal map: 2 pixels each, about a quarter of a block length."""
+
+
+MIRRORED_WORDS = {"left": "right", "lefthand": "righthand", "leftmost": "rightmost", "lefts": "rights",
+                  "west": "east", "western": "eastern", "northwest": "northeast", "southwest": "southeast"}
+"""Words that swap when the board is mirrored left to right (both directions)."""
+MIRRORED_WORDS |= {right: left for left, right in MIRRORED_WORDS.items()}
+
+
+def mirrored_transition(transition: Transition) -> Transition:
+    """``transition`` mirrored left to right: every block's x negated (the board is symmetric
+    about x = 0, so every position stays on it; digits and logos go with their blocks)."""
+    flip = np.array([-1.0, 1.0])
+    return dataclasses.replace(transition, start=transition.start * flip, goal=transition.goal * flip)
+
+
+def mirrored(example: Example, transition: Transition | None = None) -> Example:
+    """``example`` mirrored left to right, its instruction's left/right words swapped: a second,
+    consistent example for training. Pass the mirrored ``transition`` to share one among the
+    examples of a transition (see :func:`mirrored_examples`)."""
+    words = re.sub(r"[A-Za-z]+", lambda m: MIRRORED_WORDS.get(m.group(0).lower(), m.group(0)), example.instruction)
+    return dataclasses.replace(example, transition=transition or mirrored_transition(example.transition),
+                               instruction=words)
+
+
+def mirrored_examples(examples: Sequence[Example]) -> list[Example]:
+    """Every example mirrored, the examples of one transition sharing its mirror (rendered once)."""
+    mirrors: dict[int, Transition] = {}
+    return [mirrored(e, mirrors.setdefault(id(e.transition), mirrored_transition(e.transition))) for e in examples]
 
 
 def goal_cell(goal: torch.Tensor, cells: int = MAP_CELLS) -> torch.Tensor:
