@@ -86,6 +86,19 @@ def evaluate(model: BlocksGoalPredictor, targets: GoalTargets, bf16: bool = Fals
     return report
 
 
+def append_line(path: Path, line: str) -> None:
+    with path.open("a") as handle:
+        handle.write(line + "\n")
+
+
+def report(summary: dict, out: Path | None) -> None:
+    """Print the summary as the last JSON line, and append it to ``--out``."""
+    line = json.dumps(summary)
+    print(line, flush=True)
+    if out:
+        append_line(out, line)
+
+
 def references(train: GoalTargets, split: GoalTargets) -> dict:
     """Goal errors of guesses that ignore the instruction's words about the place."""
     staying = goal_errors(split.start, split.goal)
@@ -126,10 +139,7 @@ def main(argv=None) -> dict:
         summary = {"config": config, "weights": str(args.evaluate),
                    "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
                    "references": {"dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}}}
-        print(json.dumps(summary), flush=True)
-        if args.out:
-            with args.out.open("a") as handle:
-                handle.write(json.dumps(summary) + "\n")
+        report(summary, args.out)
         return summary
     optimizer = model.configure_optimizers()
     generator = torch.Generator().manual_seed(args.seed)
@@ -160,8 +170,7 @@ def main(argv=None) -> dict:
               f"dev {point['dev_goal_error_mean']:.3f}  "
               f"{point['seconds']:.0f}s", flush=True)
         if args.out:
-            with args.out.open("a") as handle:
-                handle.write(line + "\n")
+            append_line(args.out, line)
         if best is None or point["tuning_goal_error_mean"] < best["tuning_goal_error_mean"]:
             best, best_state, since_best = point, copy.deepcopy(model.state_dict()), 0
         else:
@@ -177,10 +186,7 @@ def main(argv=None) -> dict:
                "references": {"tuning": references(train, tuning),
                               "dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}},
                "epochs_run": len(curve), "seconds": round(time.perf_counter() - started, 1)}
-    print(json.dumps(summary), flush=True)
-    if args.out:
-        with args.out.open("a") as handle:
-            handle.write(json.dumps(summary) + "\n")
+    report(summary, args.out)
     return summary
 
 
