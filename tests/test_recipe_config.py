@@ -25,6 +25,7 @@ LIGHT = recipe_files("light-bi")
     ("trainer.max_epochs=abc", "must be an integer >= -1 or null, got .abc."),
     ("model.options.learning_rate=fast", "expects a number"),
     ("model.options.use_previous_action=3", "expects true or false"),
+    ("resume.allow_changed={}", "expects list, got {}"),  # an empty mapping is a value, not a section
 ])
 def test_blocks_recipe_names_the_bad_key_and_the_closest_one(override, message):
     with pytest.raises(SystemExit, match=message):

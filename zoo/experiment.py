@@ -81,12 +81,13 @@ def print_help(files: Sequence[Path]) -> None:
 
 
 def _leaves(node, prefix: str = ""):
-    """(dotted key, value) of every leaf of a config (dicts recurse; lists are leaves)."""
+    """(dotted key, value) of every leaf of a config (dicts recurse; lists and empty dicts are
+    leaves, so that ``key={}`` is type-checked like any other value)."""
     if isinstance(node, DictConfig):
         for key in node.keys():
             value = node._get_node(key)
             path = f"{prefix}{key}"
-            if isinstance(value, DictConfig) and not value._is_none():
+            if isinstance(value, DictConfig) and not value._is_none() and len(value):
                 yield from _leaves(value, path + ".")
             else:
                 yield path, value
