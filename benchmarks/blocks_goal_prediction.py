@@ -12,6 +12,10 @@ also reports the task error of carrying the prediction out with the shortest-pat
 controller, beside the oracle's lattice error. One line of JSON per evaluation
 (appended to ``--out``), then a summary beside two references that read no language: the
 moved block's start (the goal error of not moving it) and the mean training goal.
+
+``--evaluate WEIGHTS`` trains nothing and also breaks the tuning and dev errors down: by
+episode, by whether the instruction's writer wrote training instructions, and how far each
+split's boards and goals are from the training ones.
 """
 
 from __future__ import annotations
@@ -23,10 +27,12 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import torch
 from safetensors.torch import load_file, save_file
 
 from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.geometry import BLOCK_SIZE
 from zoo.blocks.goals import GoalTargets, executed_errors, goal_errors, goal_targets, mirrored_examples
 from zoo.models.blocks.goal import BlocksGoalPredictor
 from zoo.models.bulk_encoding import cpu_has_bf16
@@ -86,6 +92,73 @@ def evaluate(model: BlocksGoalPredictor, targets: GoalTargets, bf16: bool = Fals
     return report
 
 
+def by_episode(examples, targets: GoalTargets, goal: torch.Tensor) -> list[dict]:
+    """The goal error of each episode of the split (its boards, described by several people),
+    easiest first: how much of a split's error a few layouts carry."""
+    errors = goal_errors(goal, targets.goal)
+    rows: dict[str, list[int]] = {}
+    for row, example in enumerate(examples):
+        rows.setdefault(f"{example.transition.episode_id} ({example.decoration})", []).append(row)
+    episodes = [{"episode": name, "n": len(index), "goal_error_median": round(float(errors[index].median()), 4),
+                 "goal_error_mean": round(float(errors[index].mean()), 4)} for name, index in rows.items()]
+    return sorted(episodes, key=lambda episode: episode["goal_error_median"])
+
+
+def nearest_board_distance(boards: list[np.ndarray], pool: list[np.ndarray]) -> np.ndarray:
+    """For each board, the distance (block lengths) to the most similar board of ``pool`` with as
+    many blocks: the largest distance from a block of either board to the nearest block of the
+    other, so a board whose blocks are all within d of another's is at most d from it."""
+    distances = []
+    for board in boards:
+        best = np.inf
+        for other in pool:
+            if len(other) == len(board):
+                apart = np.linalg.norm(board[:, None] - other[None], axis=-1)
+                best = min(best, max(apart.min(0).max(), apart.min(1).max()))
+        distances.append(best / BLOCK_SIZE)
+    return np.array(distances)
+
+
+def shift_from_training(train_examples, split_examples) -> dict:
+    """How a split differs from the training examples: how far its start boards are from the
+    nearest training board (block lengths; 0 would be a board training holds), how often its
+    goal is a place where the same block ended in training, and how many of its instructions
+    were written by people who wrote training ones."""
+    pool = list({id(e.transition): e.transition.start for e in train_examples}.values())
+    transitions = list({id(e.transition): e.transition for e in split_examples}.values())
+    distances = nearest_board_distance([t.start for t in transitions], pool)
+    ends: dict[tuple, list] = {}
+    for transition in {id(e.transition): e.transition for e in train_examples}.values():
+        ends.setdefault((transition.decoration, transition.moved_block), []).append(transition.goal[transition.moved_block])
+    on_spot = [any(np.linalg.norm(end - t.goal[t.moved_block]) < 0.1 * BLOCK_SIZE
+                   for end in ends.get((t.decoration, t.moved_block), [])) for t in transitions]
+    writers = {e.user for e in train_examples}
+    return {"boards": len(transitions), "nearest_training_board_median": round(float(np.median(distances)), 3),
+            "nearest_training_board_min": round(float(distances.min()), 3),
+            "goal_where_block_ended_in_training": round(float(np.mean(on_spot)), 4),
+            "examples_by_training_writers": round(float(np.mean([e.user in writers for e in split_examples])), 4)}
+
+
+def errors_by_writer(train_examples, split_examples, targets: GoalTargets, goal: torch.Tensor) -> dict:
+    """Mean goal error of the instructions by people who wrote training ones, and by the others."""
+    writers = {e.user for e in train_examples}
+    seen = torch.tensor([e.user in writers for e in split_examples])
+    errors = goal_errors(goal, targets.goal)
+    return {group: round(float(errors[mask].mean()), 4) if mask.any() else None
+            for group, mask in (("training_writers", seen), ("new_writers", ~seen))}
+
+
+def split_breakdown(model, datamodule, targets: dict[str, GoalTargets], bf16: bool) -> dict:
+    """Per split: the goal error by episode and by writer, and how the split differs from training."""
+    examples = {"tuning": datamodule.tuning_examples, "dev": datamodule.dev_examples}
+    goals = {name: predictions(model, split, bf16=bf16)[0] for name, split in targets.items()}
+    train = datamodule.train_examples
+    return {"by_episode": {name: by_episode(examples[name], split, goals[name]) for name, split in targets.items()},
+            "by_writer": {name: errors_by_writer(train, examples[name], split, goals[name])
+                          for name, split in targets.items()},
+            "shift": {name: shift_from_training(train, examples[name]) for name in targets}}
+
+
 def append_line(path: Path, line: str) -> None:
     with path.open("a") as handle:
         handle.write(line + "\n")
@@ -137,7 +210,9 @@ def main(argv=None) -> dict:
     if args.evaluate is not None:
         model.load_state_dict(load_file(str(args.evaluate)))
         summary = {"config": config, "weights": str(args.evaluate),
+                   "tuning": evaluate(model, tuning, bf16=bf16),
                    "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
+                   **split_breakdown(model, datamodule, {"tuning": tuning, "dev": dev}, bf16),
                    "references": {"dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}}}
         report(summary, args.out)
         return summary
