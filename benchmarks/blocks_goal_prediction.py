@@ -13,7 +13,7 @@ controller, beside the oracle's lattice error. One line of JSON per evaluation
 (appended to ``--out``), then a summary beside two references that read no language: the
 moved block's start (the goal error of not moving it) and the mean training goal.
 
-``--evaluate WEIGHTS`` trains nothing and also breaks the tuning and dev errors down: by
+``--evaluate WEIGHTS...`` trains nothing (several files: their ensemble) and also breaks the tuning and dev errors down: by
 episode, by whether the instruction's writer wrote training instructions, and how far each
 split's boards and goals are from the training ones.
 """
@@ -29,12 +29,13 @@ from pathlib import Path
 
 import numpy as np
 import torch
+from safetensors import safe_open
 from safetensors.torch import load_file, save_file
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.geometry import BLOCK_SIZE
 from zoo.blocks.goals import GoalTargets, executed_errors, goal_errors, goal_targets, mirrored_examples
-from zoo.models.blocks.goal import BlocksGoalPredictor
+from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble
 from zoo.models.bulk_encoding import cpu_has_bf16
 
 
@@ -56,15 +57,16 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--precision", choices=("bf16", "fp32"), default=None,
                         help="autocast to bfloat16 (default where the CPU multiplies it natively: half the time)")
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
-    parser.add_argument("--evaluate", type=Path, metavar="WEIGHTS",
-                        help="train nothing: report the weights --save wrote (with the same --channels, --levels)")
+    parser.add_argument("--evaluate", type=Path, nargs="+", metavar="WEIGHTS",
+                        help="train nothing: report the weights --save wrote; several files are read as one "
+                             "ensemble (GoalPredictorEnsemble), each built with the sizes saved beside it")
     parser.add_argument("--save", type=Path, help="write the selected epoch's weights to this safetensors file")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 
 
 @torch.no_grad()
-def predictions(model: BlocksGoalPredictor, targets: GoalTargets, batch_size: int = 256,
+def predictions(model: BlocksGoalPredictor | GoalPredictorEnsemble, targets: GoalTargets, batch_size: int = 256,
                 bf16: bool = False) -> tuple[torch.Tensor, torch.Tensor]:
     """The predicted goal centres [N, 2] and blocks [N] of every item of ``targets``."""
     model.eval()
@@ -78,7 +80,7 @@ def predictions(model: BlocksGoalPredictor, targets: GoalTargets, batch_size: in
     return torch.cat(goals), torch.cat(blocks)
 
 
-def evaluate(model: BlocksGoalPredictor, targets: GoalTargets, bf16: bool = False, transitions=None) -> dict:
+def evaluate(model: BlocksGoalPredictor | GoalPredictorEnsemble, targets: GoalTargets, bf16: bool = False, transitions=None) -> dict:
     """Goal error and block accuracy; with the split's ``transitions``, also the task error of
     carrying the prediction out with the expert (predicted block, and the gold block)."""
     goal, block = predictions(model, targets, bf16=bf16)
@@ -159,6 +161,15 @@ def split_breakdown(model, datamodule, targets: dict[str, GoalTargets], bf16: bo
             "shift": {name: shift_from_training(train, examples[name]) for name in targets}}
 
 
+def saved_predictor(path: Path, vocabulary: list[str]) -> BlocksGoalPredictor:
+    """The predictor ``--save`` wrote to ``path``, built with the sizes recorded in its metadata."""
+    with safe_open(str(path), "pt") as weights:
+        saved = json.loads((weights.metadata() or {}).get("config", "{}"))
+    model = BlocksGoalPredictor(vocabulary, channels=saved.get("channels", 32), levels=saved.get("levels", 4))
+    model.load_state_dict(load_file(str(path)))
+    return model
+
+
 def append_line(path: Path, line: str) -> None:
     with path.open("a") as handle:
         handle.write(line + "\n")
@@ -208,8 +219,9 @@ def main(argv=None) -> dict:
                                 dropout=args.dropout, learning_rate=args.lr, weight_decay=args.weight_decay)
     dev_transitions = [example.transition for example in datamodule.dev_examples]
     if args.evaluate is not None:
-        model.load_state_dict(load_file(str(args.evaluate)))
-        summary = {"config": config, "weights": str(args.evaluate),
+        predictors = [saved_predictor(path, datamodule.vocabulary.words) for path in args.evaluate]
+        model = predictors[0] if len(predictors) == 1 else GoalPredictorEnsemble(predictors)
+        summary = {"config": config, "weights": [str(path) for path in args.evaluate],
                    "tuning": evaluate(model, tuning, bf16=bf16),
                    "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
                    **split_breakdown(model, datamodule, {"tuning": tuning, "dev": dev}, bf16),

@@ -9,7 +9,7 @@ import torch
 from zoo.blocks.geometry import BLOCK_SIZE
 from zoo.blocks.goals import MAP_CELLS, cell_centre, executed_errors, goal_cell, goal_errors, mirrored, mirrored_examples
 from zoo.blocks.records import Example, Transition
-from zoo.models.blocks.goal import BlocksGoalPredictor
+from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble
 
 
 def test_a_goal_maps_to_a_cell_and_back_within_a_quarter_block():
@@ -82,3 +82,21 @@ def test_the_predictor_scores_every_cell_and_fits_a_batch():
         loss.backward()
         optimizer.step()
     assert float(loss.detach()) < 0.75 * first
+
+
+def test_an_ensemble_of_goal_predictors_averages_their_log_probabilities():
+    torch.manual_seed(0)
+    words = ["<pad>", "<unk>", "left", "of"]
+    members = [BlocksGoalPredictor(words, embedding_dim=8, lstm_dim=8, channels=8).eval() for _ in range(2)]
+    frames = torch.randint(0, 255, (3, 3, 120, 120), dtype=torch.uint8)
+    tokens, lengths = torch.tensor([[2, 3], [3, 2], [2, 0]]), torch.tensor([2, 2, 1])
+    with torch.no_grad():
+        (first, first_block), (second, second_block) = (member(frames, tokens, lengths) for member in members)
+        goal, block = GoalPredictorEnsemble(members)(frames, tokens, lengths)
+        lone_goal, lone_block = GoalPredictorEnsemble(members[:1]).predict(frames, tokens, lengths)
+    assert torch.allclose(goal, (first.log_softmax(-1) + second.log_softmax(-1)) / 2, atol=1e-6)
+    assert torch.allclose(block, (first_block + second_block) / 2, atol=1e-6)
+    assert torch.equal(lone_goal, cell_centre(first.argmax(-1), MAP_CELLS))
+    assert torch.equal(lone_block, first_block.argmax(-1))
+    with pytest.raises(ValueError, match="at least one"):
+        GoalPredictorEnsemble([])

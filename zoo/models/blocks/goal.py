@@ -130,3 +130,33 @@ class BlocksGoalPredictor(L.LightningModule):
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate,
                                  weight_decay=self.hparams.weight_decay)
+
+
+class GoalPredictorEnsemble(nn.Module):
+    """Several goal predictors read as one: the mean of their log-probabilities over the map's
+    cells and over the blocks. Predictors trained apart disagree mostly where each is wrong, so
+    the cell they agree on is right more often than any one's (measured in docs/blocks.md)."""
+
+    def __init__(self, predictors: list[BlocksGoalPredictor]):
+        super().__init__()
+        if not predictors:
+            raise ValueError("an ensemble needs at least one goal predictor")
+        self.predictors = nn.ModuleList(predictors)
+
+    @property
+    def device(self) -> torch.device:
+        return next(self.parameters()).device
+
+    def forward(self, frames: torch.Tensor, tokens: torch.Tensor, lengths: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
+        """Mean goal-cell log-probabilities [B, MAP_CELLS²] and block log-probabilities [B, 20]."""
+        outputs = [predictor(frames, tokens, lengths) for predictor in self.predictors]
+        goal = torch.stack([scores.float().log_softmax(-1) for scores, _ in outputs]).mean(0)
+        block = torch.stack([blocks.float() for _, blocks in outputs]).mean(0)
+        return goal, block
+
+    @torch.no_grad()
+    def predict(self, frames, tokens, lengths) -> tuple[torch.Tensor, torch.Tensor]:
+        """The predicted goal centres (x, z) [B, 2] and blocks [B]."""
+        goal, block = self(frames, tokens, lengths)
+        return cell_centre(goal.argmax(-1).cpu(), MAP_CELLS), block.argmax(-1).cpu()
