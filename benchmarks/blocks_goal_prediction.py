@@ -51,6 +51,9 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--dropout", type=float, default=0.1)
     parser.add_argument("--mirror", action="store_true",
                         help="train on every example and its left-right mirror (zoo.blocks.goals.mirrored_examples)")
+    parser.add_argument("--average-from", type=int, default=0, metavar="EPOCH",
+                        help="also keep the mean of the weights after every epoch from EPOCH on "
+                             "(torch.optim.swa_utils.AveragedModel); it is then the model selected, saved and reported")
     parser.add_argument("--patience", type=int, default=10, help="epochs without a better tuning error before stopping")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
@@ -231,6 +234,7 @@ def main(argv=None) -> dict:
     optimizer = model.configure_optimizers()
     generator = torch.Generator().manual_seed(args.seed)
     best, best_state, since_best, curve, started = None, None, 0, [], time.perf_counter()
+    averaged = torch.optim.swa_utils.AveragedModel(model) if args.average_from else None
     for epoch in range(1, args.epochs + 1):
         model.train()
         order = torch.randperm(len(train), generator=generator)
@@ -249,17 +253,27 @@ def main(argv=None) -> dict:
                  **{f"tuning_{k}": v for k, v in evaluate(model, tuning, bf16=bf16).items()},
                  **{f"dev_{k}": v for k, v in evaluate(model, dev, bf16=bf16).items()},
                  "seconds": round(time.perf_counter() - started, 1)}
+        if args.average_from and epoch >= args.average_from:
+            averaged.update_parameters(model)
+            point |= {**{f"average_tuning_{k}": v for k, v in evaluate(averaged.module, tuning, bf16=bf16).items()},
+                      **{f"average_dev_{k}": v for k, v in evaluate(averaged.module, dev, bf16=bf16).items()}}
         curve.append(point)
         line = json.dumps({"config": config, **point})
         print(line if args.json else f"epoch {epoch:3d}  train loss {point['train_loss']:.3f}  "
               f"train goal error {point['train_goal_error']:.2f}  tuning goal error {point['tuning_goal_error_mean']:.3f} "
               f"(median {point['tuning_goal_error_median']:.2f}, block {point['tuning_block_accuracy']:.3f})  "
               f"dev {point['dev_goal_error_mean']:.3f}  "
-              f"{point['seconds']:.0f}s", flush=True)
+              + (f"averaged: tuning {point['average_tuning_goal_error_mean']:.3f} dev {point['average_dev_goal_error_mean']:.3f}  "
+                 if "average_dev_goal_error_mean" in point else "")
+              + f"{point['seconds']:.0f}s", flush=True)
         if args.out:
             append_line(args.out, line)
-        if best is None or point["tuning_goal_error_mean"] < best["tuning_goal_error_mean"]:
-            best, best_state, since_best = point, copy.deepcopy(model.state_dict()), 0
+        prefix = "average_tuning_" if "average_tuning_goal_error_mean" in point else "tuning_"
+        if args.average_from and epoch == args.average_from:
+            best = None  # from here on the averaged model is the one selected
+        if best is None or point[f"{prefix}goal_error_mean"] < best[f"{prefix}goal_error_mean"]:
+            selected = averaged.module if prefix == "average_tuning_" else model
+            best, best_state, since_best = point, copy.deepcopy(selected.state_dict()), 0
         else:
             since_best += 1
         if since_best >= args.patience or (args.seconds is not None and point["seconds"] > args.seconds):
@@ -268,7 +282,9 @@ def main(argv=None) -> dict:
     if args.save:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.contiguous() for k, v in best_state.items()}, str(args.save), metadata={"config": json.dumps(config)})
-    summary = {"config": config, "selected_epoch": best["epoch"], "tuning": {k.removeprefix("tuning_"): v for k, v in best.items() if k.startswith("tuning_")},
+    prefix = "average_tuning_" if "average_tuning_goal_error_mean" in best else "tuning_"
+    summary = {"config": config, "selected_epoch": best["epoch"], "averaged": prefix == "average_tuning_",
+               "tuning": {k.removeprefix(prefix): v for k, v in best.items() if k.startswith(prefix)},
                "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
                "references": {"tuning": references(train, tuning),
                               "dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}},
