@@ -6,7 +6,8 @@ goal predictor trained on the real training data.
 Trains :class:`~zoo.models.blocks.goal.BlocksGoalPredictor` on the training examples (the
 tuning set held out), evaluates the goal error (block lengths from the predicted to the true
 goal centre) and the block accuracy on the tuning and dev sets after every epoch, and keeps the
-epoch with the lowest tuning goal error (the dev curve shows what that choice costs). On dev it
+epoch with the lowest tuning goal error (the dev curve shows what that choice costs; with
+``--average-from``, the mean of the weights from that epoch on, chosen the same way). On dev it
 also reports the task error of carrying the prediction out with the shortest-path expert
 (:func:`~zoo.blocks.goals.executed_errors`): what the goal prediction is worth to a perfect
 controller, beside the oracle's lattice error. One line of JSON per evaluation
