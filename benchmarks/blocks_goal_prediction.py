@@ -84,10 +84,12 @@ def predictions(model: BlocksGoalPredictor | GoalPredictorEnsemble, targets: Goa
     return torch.cat(goals), torch.cat(blocks)
 
 
-def evaluate(model: BlocksGoalPredictor | GoalPredictorEnsemble, targets: GoalTargets, bf16: bool = False, transitions=None) -> dict:
+def evaluate(model: BlocksGoalPredictor | GoalPredictorEnsemble, targets: GoalTargets, bf16: bool = False, transitions=None,
+             predicted: tuple[torch.Tensor, torch.Tensor] | None = None) -> dict:
     """Goal error and block accuracy; with the split's ``transitions``, also the task error of
-    carrying the prediction out with the expert (predicted block, and the gold block)."""
-    goal, block = predictions(model, targets, bf16=bf16)
+    carrying the prediction out with the expert (predicted block, and the gold block). Pass
+    ``predicted`` (what :func:`predictions` returned) to score it without predicting again."""
+    goal, block = predicted if predicted is not None else predictions(model, targets, bf16=bf16)
     errors = goal_errors(goal, targets.goal)
     report = {"goal_error_mean": round(float(errors.mean()), 4), "goal_error_median": round(float(errors.median()), 4),
               "within_1_block": round(float((errors <= 1.0).float().mean()), 4),
@@ -154,10 +156,10 @@ def errors_by_writer(train_examples, split_examples, targets: GoalTargets, goal:
             for group, mask in (("training_writers", seen), ("new_writers", ~seen))}
 
 
-def split_breakdown(model, datamodule, targets: dict[str, GoalTargets], bf16: bool) -> dict:
-    """Per split: the goal error by episode and by writer, and how the split differs from training."""
+def split_breakdown(datamodule, targets: dict[str, GoalTargets], goals: dict[str, torch.Tensor]) -> dict:
+    """Per split: the goal error of the predicted ``goals`` by episode and by writer, and how the
+    split differs from training."""
     examples = {"tuning": datamodule.tuning_examples, "dev": datamodule.dev_examples}
-    goals = {name: predictions(model, split, bf16=bf16)[0] for name, split in targets.items()}
     train = datamodule.train_examples
     return {"by_episode": {name: by_episode(examples[name], split, goals[name]) for name, split in targets.items()},
             "by_writer": {name: errors_by_writer(train, examples[name], split, goals[name])
@@ -225,10 +227,12 @@ def main(argv=None) -> dict:
     if args.evaluate is not None:
         predictors = [saved_predictor(path, datamodule.vocabulary.words) for path in args.evaluate]
         model = predictors[0] if len(predictors) == 1 else GoalPredictorEnsemble(predictors)
+        predicted = {name: predictions(model, split, bf16=bf16) for name, split in (("tuning", tuning), ("dev", dev))}
         summary = {"config": config, "weights": [str(path) for path in args.evaluate],
-                   "tuning": evaluate(model, tuning, bf16=bf16),
-                   "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
-                   **split_breakdown(model, datamodule, {"tuning": tuning, "dev": dev}, bf16),
+                   "tuning": evaluate(model, tuning, predicted=predicted["tuning"]),
+                   "dev": evaluate(model, dev, transitions=dev_transitions, predicted=predicted["dev"]),
+                   **split_breakdown(datamodule, {"tuning": tuning, "dev": dev},
+                                     {name: goal for name, (goal, _) in predicted.items()}),
                    "references": {"dev": {**references(train, dev), "oracle": oracle_error(dev, dev_transitions)}}}
         report(summary, args.out)
         return summary
