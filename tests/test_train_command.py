@@ -13,7 +13,7 @@ import pytest
 from zoo.recipes import RECIPES_DIR, describe, list_recipes, recipe_files
 
 REPO = Path(__file__).resolve().parent.parent
-OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn", "planner", "dagger")
+OBJECTIVES = ("supervised", "bandit", "reinforce", "dqn", "planner", "dagger", "spo")
 
 
 def run(*args: str, cwd: Path = REPO) -> subprocess.CompletedProcess:

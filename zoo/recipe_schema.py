@@ -453,6 +453,19 @@ class DaggerOptions(BlocksNetworkOptions):
         return self
 
 
+class SpoOptions(BanditOptions):
+    """``BlocksSpo``: the bandit's reward settings, PPO's clip and passes, the moving baseline."""
+
+    learning_rate: Rate = 1e-4
+    entropy_coefficient: NonNegative = 0.01
+    loss_form: Literal["original", "joint"] = "joint"
+    reward_baseline: Literal["none", "mean"] = "mean"
+    clip: Annotated[float, Field(gt=0, lt=1)] = 0.05
+    ppo_epochs: Annotated[int, Field(ge=1, le=100)] = 4
+    baseline_window: Annotated[int, Field(ge=1, le=100_000)] = 100
+    stop_weight: Annotated[float, Field(gt=0, le=1000)] = 1.0
+
+
 class WarmStart(Section):
     """Where a bandit's weights begin: a policy, or a supervised warm-up trained in the run."""
 
@@ -463,7 +476,7 @@ class WarmStart(Section):
 
 
 class PolicyStart(Section):
-    """Where DAgger's weights begin: a policy, or fresh ones."""
+    """Where DAgger's or SPO's weights begin: a policy, or fresh ones."""
 
     init_from: Optional[str]
 
@@ -525,6 +538,7 @@ BLOCKS_RECIPES: dict[str, type[BlocksRecipe]] = {
     "blocks-reinforce": _blocks_recipe("blocks-reinforce", BanditOptions, WarmStart),
     "blocks-dqn": _blocks_recipe("blocks-dqn", DQNOptions, loop=ReplayLoop),
     "blocks-dagger": _blocks_recipe("blocks-dagger", DaggerOptions, PolicyStart, ExpertLoopSettings),
+    "blocks-spo": _blocks_recipe("blocks-spo", SpoOptions, PolicyStart),
 }
 """``model.name`` -> the schema of that objective's recipe."""
 

@@ -19,6 +19,7 @@ from zoo.blocks.reward import RewardConfig
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
 from zoo.callbacks.dqn_loop import DQNLoop
 from zoo.callbacks.expert_loop import ExpertLoop
+from zoo.callbacks.scheduled_loop import ScheduledLoop
 
 LoopFactory = Callable[[Any, Any, Mapping[str, Any], int], L.Callback]
 """(policy, data module, the recipe's ``loop`` settings, seed) -> the callback."""
@@ -72,3 +73,9 @@ def expert(policy, datamodule, loop: dict, seed: int) -> ExpertLoop:
     return ExpertLoop(datamodule.train_examples, seed=seed, renderer=datamodule.renderer,
                       beta_start=settings.beta_start, beta_decay=settings.beta_decay, beta_end=settings.beta_end,
                       **loop)
+
+
+@register_loop("scheduled")
+def scheduled(policy, datamodule, loop: dict, seed: int) -> ScheduledLoop:
+    return ScheduledLoop(datamodule.train_examples, _reward(policy), seed=seed, renderer=datamodule.renderer,
+                         demo_cache=datamodule.demos, window=policy.hparams.baseline_window, **loop)

@@ -15,10 +15,11 @@ from zoo.models.blocks.reinforce import BlocksReinforce
 from zoo.models.blocks.dqn import BlocksDQN
 from zoo.models.blocks.planner import BlocksPlanner
 from zoo.models.blocks.dagger import BlocksDagger
+from zoo.models.blocks.spo import BlocksSpo
 from zoo.models.blocks.legacy import BlockPolicy  # former configurations (checkpoints/blocks-*)
 
 __all__ = [
     "BlockPolicy", "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble",
-    "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksStop", "BlocksSupervised",
+    "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksSpo", "BlocksStop", "BlocksSupervised",
     "list_objectives", "objective_class", "register_objective",
 ]

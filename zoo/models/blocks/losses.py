@@ -98,6 +98,19 @@ def policy_gradient_loss(block_log_probs, direction_log_probs, actions, targets,
     return per_step.mean() if weights is None else (weights.to(per_step.dtype) * per_step).sum()
 
 
+def clipped_surrogate_loss(new_log_probs: torch.Tensor, old_log_probs: torch.Tensor, advantages: torch.Tensor,
+                           clip: float) -> torch.Tensor:
+    """PPO's clipped objective, negated to minimise (Schulman et al. 2017):
+    ``-mean(min(r·A, clip(r, 1-ε, 1+ε)·A))`` with ``r = π_new(a) / π_old(a)``.
+
+    Once the ratio has moved ``ε`` past 1 in the direction the advantage favours, the step
+    has no gradient left to push it further, so several passes over one rollout stay near
+    the policy that collected it."""
+    ratio = (new_log_probs - old_log_probs.detach()).exp()
+    advantages = advantages.to(ratio.dtype)
+    return -torch.minimum(ratio * advantages, ratio.clamp(1.0 - clip, 1.0 + clip) * advantages).mean()
+
+
 def episode_weights(episodes: torch.Tensor) -> torch.Tensor:
     """Step weights under which every episode counts the same, whatever its length: each
     step weighs 1 / (its episode's steps × the number of episodes). [N], summing to 1.

@@ -1,0 +1,106 @@
+"""Scheduled policy optimisation (Xiong et al., IJCAI 2018) on the block policy.
+
+Each training episode is a trial played by the policy itself. A trial whose final distance
+error is worse than the mean of the last ``baseline_window`` trials is taken as a sign the
+policy cannot yet solve such instructions, and the policy clones the expert's demonstration
+of that episode; a trial at least as good as the baseline is reinforced by PPO on its own
+decisions (clipped ratio, ``ppo_epochs`` passes over the rollout). A
+:class:`~zoo.callbacks.scheduled_loop.ScheduledLoop` plays the trials and supplies the
+demonstrations; this module learns from them. The reward is the bandit's (the paper's
+shaped reward by default) and so are the network and its inputs.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from zoo.models.blocks import losses
+from zoo.models.blocks.bandit import BlocksBandit, clip_gradients
+from zoo.models.blocks.policy import register_objective
+
+
+@register_objective("spo", "CNN-LSTM block policy trained by scheduled policy optimisation (cloning or PPO per trial); "
+                           "pass the vocabulary")
+class BlocksSpo(BlocksBandit):
+    """The block policy trained on ``batch["scheduled"]`` (a ScheduledLoop's trials).
+
+    ``clip`` is PPO's ε (SPO's ratio range [0.95, 1.05] is ε = 0.05), ``ppo_epochs`` the
+    optimizer steps per rollout, ``baseline_window`` the trials the moving baseline averages,
+    ``stop_weight`` the STOP labels' weight in the cloning cross-entropy. The advantage of a
+    decision is its reward, less the mean reward of the rollout's PPO decisions when
+    ``reward_baseline="mean"`` (the default here)."""
+
+    training_loop = "scheduled"
+
+    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
+                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
+                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
+                 init: str = "glorot", learning_rate: float = 1e-4, entropy_coefficient: float = 0.01,
+                 loss_form: str = "joint", episodes_per_update: int = 1, update_weighting: str = "steps",
+                 reward_baseline: str = "mean", gradient_clip_val: float | None = 5.0,
+                 gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
+                 failure_penalty: float = -1.0, clip: float = 0.05, ppo_epochs: int = 4,
+                 baseline_window: int = 100, stop_weight: float = 1.0):
+        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
+                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
+                         learning_rate, entropy_coefficient, loss_form, episodes_per_update, update_weighting,
+                         reward_baseline, gradient_clip_val, gradient_clip_algorithm, reward, failure_penalty)
+
+    def check_settings(self) -> None:
+        super().check_settings()
+        settings = self.hparams
+        if not 0.0 < settings.clip < 1.0:
+            raise ValueError(f"clip must lie in (0, 1); got {settings.clip}")
+        if settings.ppo_epochs < 1:
+            raise ValueError(f"ppo_epochs must be at least 1; got {settings.ppo_epochs}")
+        if settings.baseline_window < 1:
+            raise ValueError(f"baseline_window must be at least 1; got {settings.baseline_window}")
+        if not settings.stop_weight > 0:
+            raise ValueError(f"stop_weight must be positive; got {settings.stop_weight}")
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        loss = self.learn_from_trials(batch["scheduled"], self.optimizers(), self.manual_backward)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["episodes"]))
+        return loss
+
+    def learn_from_trials(self, trials: dict, optimizer, backward=None) -> torch.Tensor:
+        """``ppo_epochs`` clipped optimizer steps on the trials: each step's loss is PPO's on
+        the decisions of the trials that met the baseline plus the cloning cross-entropy on
+        the demonstrations of those that did not, each weighted by its share of the trials.
+        ``backward`` is the Trainer's ``manual_backward`` inside Lightning. The mean loss."""
+        backward = backward or (lambda loss: loss.backward())
+        rollout, worse, demonstrations = trials["rollout"], trials["worse"], trials["demonstrations"]
+        ppo_rows = (~worse)[rollout["episodes"]].nonzero().squeeze(1)
+        cloned_share = float(worse.float().mean())
+        if len(ppo_rows):
+            actions = rollout["actions"][ppo_rows].to(self.device)
+            advantages = self.rollout_targets(rollout, ppo_rows).to(self.device)
+            if self.hparams.reward_baseline == "mean":
+                advantages = advantages - advantages.mean()
+            with torch.no_grad():  # the policy that played the trials, before any of these steps
+                old = losses.action_log_prob(*self.rollout_heads(rollout, ppo_rows), actions)
+        step_losses = []
+        for _ in range(self.hparams.ppo_epochs):
+            loss = torch.zeros((), device=self.device)
+            if len(ppo_rows):
+                block, direction = self.rollout_heads(rollout, ppo_rows)
+                new = losses.action_log_prob(block, direction, actions)
+                bonus = (losses.entropy(block) + losses.entropy(direction)).mean()
+                ppo = losses.clipped_surrogate_loss(new, old, advantages, self.hparams.clip)
+                loss = loss + (1.0 - cloned_share) * (ppo - self.hparams.entropy_coefficient * bonus)
+            if demonstrations is not None:
+                loss = loss + cloned_share * self.cloning_loss(demonstrations)
+            optimizer.zero_grad()
+            backward(loss)
+            clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)
+            optimizer.step()
+            step_losses.append(loss.detach())
+        return torch.stack(step_losses).mean()
+
+    def cloning_loss(self, demonstrations: dict) -> torch.Tensor:
+        """Cross-entropy of the expert's actions along its own path (an ExpertLoop rollout
+        with β = 1: the demonstration's states)."""
+        rows = torch.arange(len(demonstrations["episodes"]))
+        block, direction = self.rollout_heads(demonstrations, rows)
+        return losses.supervised_loss(block, direction, demonstrations["labels"].to(self.device),
+                                      self.hparams.stop_weight)
