@@ -130,3 +130,37 @@ def test_method_spo_trains_from_the_recipe(tmp_path):
     trained = BlocksSpo.from_pretrained(tmp_path / "pretrained")
     assert type(trained) is BlocksSpo and trained.objective == "spo"
     assert (tmp_path / "checkpoints" / "last.ckpt").is_file()
+
+
+@pytest.mark.slow
+def test_a_step_on_mixed_trials_follows_both_terms_weighted_by_their_share(examples):
+    """Half cloned, half reinforced: one plain gradient step moves the weights by the sum of
+    the PPO gradient weighted 1/2 and the cloning gradient weighted 1/2."""
+    from zoo.models.blocks.losses import action_log_prob
+
+    words = Vocabulary(build_vocabulary(e.instruction for e in examples)).words
+    torch.manual_seed(0)
+    learner = BlocksSpo(words, **SMALL, ppo_epochs=1, gradient_clip_val=None, entropy_coefficient=0.0)
+    loop = ScheduledLoop(examples, seed=6)
+    trials = loop.collect(learner, examples)
+    worse = torch.arange(len(examples)) % 2 == 0
+    trials["worse"] = worse
+    trials["demonstrations"] = loop.expert.collect(learner, [e for e, w in zip(examples, worse) if w])
+    rollout = trials["rollout"]
+    rows = (~worse)[rollout["episodes"]].nonzero().squeeze(1)
+    advantages = rollout["rewards"][rows] - rollout["rewards"][rows].mean()
+
+    def gradient(loss_of) -> list[torch.Tensor]:
+        learner.zero_grad()
+        loss_of().backward()
+        return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in learner.parameters()]
+
+    with torch.no_grad():
+        old = action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"][rows])
+    ppo = gradient(lambda: clipped_surrogate_loss(
+        action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"][rows]), old, advantages, 0.05))
+    clone = gradient(lambda: learner.cloning_loss(trials["demonstrations"]))
+    before = [p.detach().clone() for p in learner.parameters()]
+    learner.learn_from_trials(trials, torch.optim.SGD(learner.parameters(), lr=1.0))
+    for start, now, g_ppo, g_clone in zip(before, learner.parameters(), ppo, clone):
+        assert torch.allclose(start - now.detach(), 0.5 * g_ppo + 0.5 * g_clone, atol=1e-5)

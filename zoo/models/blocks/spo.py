@@ -81,20 +81,25 @@ class BlocksSpo(BlocksBandit):
                 old = losses.action_log_prob(*self.rollout_heads(rollout, ppo_rows), actions)
         step_losses = []
         for _ in range(self.hparams.ppo_epochs):
+            # Each term is backpropagated before the next forward pass: the image encoder
+            # gathers its stacks into buffers it reuses from one call to the next.
+            optimizer.zero_grad()
             loss = torch.zeros((), device=self.device)
             if len(ppo_rows):
                 block, direction = self.rollout_heads(rollout, ppo_rows)
                 new = losses.action_log_prob(block, direction, actions)
                 bonus = (losses.entropy(block) + losses.entropy(direction)).mean()
                 ppo = losses.clipped_surrogate_loss(new, old, advantages, self.hparams.clip)
-                loss = loss + (1.0 - cloned_share) * (ppo - self.hparams.entropy_coefficient * bonus)
+                term = (1.0 - cloned_share) * (ppo - self.hparams.entropy_coefficient * bonus)
+                backward(term)
+                loss = loss + term.detach()
             if demonstrations is not None:
-                loss = loss + cloned_share * self.cloning_loss(demonstrations)
-            optimizer.zero_grad()
-            backward(loss)
+                term = cloned_share * self.cloning_loss(demonstrations)
+                backward(term)
+                loss = loss + term.detach()
             clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)
             optimizer.step()
-            step_losses.append(loss.detach())
+            step_losses.append(loss)
         return torch.stack(step_losses).mean()
 
     def cloning_loss(self, demonstrations: dict) -> torch.Tensor:

@@ -1,15 +1,19 @@
-"""How fast DAgger learns from the shortest-path expert: a short, fixed-budget run.
+"""How fast DAgger or SPO learns from the shortest-path expert: a short, fixed-budget run.
 
-The setting of ``benchmarks/blocks_bandit_schedule.py``, so the two curves compare: the
-released ``blocks-supervised`` policy as the start, the same shuffled training episodes for
-the same seed, rollouts of ``--rollout`` episodes at a time; the greedy tuning error on the
-first ``--tuning`` tuning examples every ``--eval-every`` episodes. One line of JSON per
-evaluation (``--json``, and appended to ``--out``), then a summary object.
+The setting of ``benchmarks/blocks_bandit_schedule.py``, so the curves compare: the released
+``blocks-supervised`` policy as the start, the same shuffled training episodes for the same
+seed, rollouts of ``--rollout`` episodes at a time; the greedy tuning error on the first
+``--tuning`` tuning examples every ``--eval-every`` episodes. One line of JSON per evaluation
+(``--json``, and appended to ``--out``), then a summary object.
 
-    python benchmarks/blocks_dagger_schedule.py --episodes 4000 --out docs/results/blocks_dagger_vs_bandit.jsonl
+    python benchmarks/blocks_expert_schedule.py --episodes 4000 --out dagger.jsonl
+    python benchmarks/blocks_expert_schedule.py --method spo --episodes 4000 --out spo.jsonl
 
-Every option maps to a key of the ``blocks-dagger`` recipe (``zoo train blocks-dagger``:
-``model.options``, ``start``, ``loop``).
+``--method dagger``: rollouts mixing the expert and the policy (β), every visited state
+labelled, cross-entropy on a replay of the newest labels (``zoo train blocks-dagger``).
+``--method spo``: every episode a trial sampled from the policy; the trials worse than the mean
+error of the last ``--window`` clone the expert's demonstration, the rest take PPO steps
+(``zoo train blocks-spo``). Every option maps to a key of that recipe.
 """
 
 from __future__ import annotations
@@ -26,8 +30,10 @@ import torch
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.evaluate import evaluate_policy
 from zoo.blocks.rollout import EpisodeRunner
+from zoo.blocks.reward import RewardConfig
 from zoo.callbacks.expert_loop import ExpertLoop
-from zoo.models.blocks import BlocksDagger, BlocksPolicy
+from zoo.callbacks.scheduled_loop import ScheduledLoop
+from zoo.models.blocks import BlocksDagger, BlocksPolicy, BlocksSpo
 from zoo.models.blocks.policy import load_training_checkpoint
 
 
@@ -35,16 +41,21 @@ def parse(argv=None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--init-from", default="blocks-supervised",
                         help="released name, save_pretrained directory, or a supervised run's .ckpt")
+    parser.add_argument("--method", choices=("dagger", "spo"), default="dagger")
     parser.add_argument("--episodes", type=int, default=2000)
     parser.add_argument("--seconds", type=float, default=None, help="stop at the first evaluation after this long")
     parser.add_argument("--rollout", type=int, default=16, help="episodes rolled out at once (one policy)")
-    parser.add_argument("--lr", type=float, default=1e-3)
+    parser.add_argument("--lr", type=float, default=None, help="default: 1e-3 for DAgger, 1e-4 for SPO")
     parser.add_argument("--previous-action", action="store_true",
                         help="give the policy the previous-action input (added, seeded, when the start lacks it)")
     parser.add_argument("--beta-start", type=float, default=1.0)
     parser.add_argument("--beta-decay", type=float, default=0.99, help="per rollout")
     parser.add_argument("--beta-end", type=float, default=0.0)
     parser.add_argument("--stop-weight", type=float, default=1.0, help="the STOP labels' weight against the moves'")
+    parser.add_argument("--clip", type=float, default=0.05, help="SPO: PPO's ratio range [1 - clip, 1 + clip]")
+    parser.add_argument("--ppo-epochs", type=int, default=4, help="SPO: optimizer steps per rollout")
+    parser.add_argument("--window", type=int, default=100, help="SPO: trials the moving baseline averages")
+    parser.add_argument("--entropy", type=float, default=0.01, help="SPO: the entropy bonus of the PPO steps")
     parser.add_argument("--policy-actions", choices=("greedy", "sample"), default="greedy")
     parser.add_argument("--replay-size", type=int, default=2000)
     parser.add_argument("--batch-size", type=int, default=32)
@@ -77,56 +88,82 @@ def main(argv=None) -> dict:
     if args.previous_action and not start.hparams.use_previous_action:
         torch.manual_seed(args.seed)
         start = start.with_previous_action_input()
-    policy = start.to_objective(BlocksDagger, learning_rate=args.lr, stop_weight=args.stop_weight)
+    if args.method == "spo":
+        args.lr = args.lr or 1e-4
+        policy = start.to_objective(BlocksSpo, learning_rate=args.lr, stop_weight=args.stop_weight, clip=args.clip,
+                                    ppo_epochs=args.ppo_epochs, baseline_window=args.window,
+                                    entropy_coefficient=args.entropy)
+        loop = ScheduledLoop(datamodule.train_examples, RewardConfig(policy.hparams.reward), seed=args.seed,
+                             renderer=datamodule.renderer, demo_cache=datamodule.demos, window=args.window)
+    else:
+        args.lr = args.lr or 1e-3
+        policy = start.to_objective(BlocksDagger, learning_rate=args.lr, stop_weight=args.stop_weight)
+        loop = ExpertLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
+                          beta_start=args.beta_start, beta_decay=args.beta_decay, beta_end=args.beta_end,
+                          policy_actions=args.policy_actions, replay_size=args.replay_size,
+                          batch_size=args.batch_size, updates_per_rollout=args.updates_per_rollout)
     optimizer = policy.configure_optimizers()
-    loop = ExpertLoop(datamodule.train_examples, seed=args.seed, renderer=datamodule.renderer,
-                      beta_start=args.beta_start, beta_decay=args.beta_decay, beta_end=args.beta_end,
-                      policy_actions=args.policy_actions, replay_size=args.replay_size, batch_size=args.batch_size,
-                      updates_per_rollout=args.updates_per_rollout)
     order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))
     episodes = [datamodule.train_examples[i] for i in order[: args.episodes].tolist()]
     tuning = datamodule.tuning_examples[: args.tuning]
     runner = EpisodeRunner(datamodule.renderer)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
-    config["method"] = "dagger"
     curve, frames, updates, lengths, stops, started = [], 0, 0, [], [], time.perf_counter()
     recent: list[dict] = []
 
     def evaluate(seen: int) -> None:
         error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
         window = recent[-max(1, args.eval_every // args.rollout):]
-        agreement = mean_of_numbers([s["policy_agreement"] for s in window])  # NaN (null in JSON) before the policy acts
         point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
                  "tuning_median_error": round(error["median"], 4),
                  "tuning_stop_rate": round(error["stop_rate"], 4),
                  "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
                  "train_stop_rate": round(sum(stops[-args.eval_every:]) / max(1, len(stops[-args.eval_every:])), 4),
-                 "beta": round(loop.beta(), 4),
-                 "policy_agreement": round(agreement, 4),
+                 **method_stats(window),
                  "seconds": round(time.perf_counter() - started, 1)}
         curve.append(point)
         line = json.dumps({"config": config, **{k: None if v != v else v for k, v in point.items()}})
-        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  beta {point['beta']:.2f}  "
+        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  "
+              + "  ".join(f"{k} {v:.2f}" for k, v in method_stats(window).items()) + "  "
               f"tuning {point['tuning_mean_error']:.3f} (stops {point['tuning_stop_rate']:.2f})  "
               f"train length {point['train_episode_length']:.1f}  {point['seconds']:.0f}s", flush=True)
         if args.out:
             with args.out.open("a") as handle:
                 handle.write(line + "\n")
 
+    def method_stats(window: list[dict]) -> dict:
+        """DAgger: β and how often the policy's own actions were the expert's (NaN, null in
+        JSON, before the policy acts); SPO: the moving baseline and the share of trials cloned."""
+        if args.method == "spo":
+            return {"baseline": round(recent[-1]["baseline"], 4) if recent else float("nan"),
+                    "cloned_share": round(mean_of_numbers([s["cloned_share"] for s in window]), 4)}
+        return {"beta": round(loop.beta(), 4),
+                "policy_agreement": round(mean_of_numbers([s["policy_agreement"] for s in window]), 4)}
+
     evaluate(0)
     for first in range(0, len(episodes), args.rollout):
         batch = episodes[first : first + args.rollout]
-        rollout = loop.collect(policy, batch)
-        recent.append(dict(loop.last_stats))
-        loop.replay.add(rollout)
-        count = loop.updates_per_rollout or len(batch)
-        minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(count)]
         policy.train()
-        policy.learn_from_labels(minibatches, optimizer)
+        if args.method == "spo":
+            trials = loop.collect(policy, batch)
+            policy.train()
+            policy.learn_from_trials(trials, optimizer)
+            rollout, count, runner = trials["rollout"], args.ppo_epochs, loop.trials.runner
+            if trials["demonstrations"] is not None:
+                frames += len(trials["demonstrations"]["actions"])
+        else:
+            rollout = loop.collect(policy, batch)
+            loop.replay.add(rollout)
+            count = loop.updates_per_rollout or len(batch)
+            minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(count)]
+            policy.train()
+            policy.learn_from_labels(minibatches, optimizer)
+            runner = loop.runner
+        recent.append(dict(loop.last_stats))
         frames += len(rollout["actions"])
         updates += count
         lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
-        stops += loop.runner.env.stopped.tolist()
+        stops += runner.env.stopped.tolist()
         seen = first + len(batch)
         if seen % args.eval_every == 0 or seen == len(episodes):
             evaluate(seen)
