@@ -238,7 +238,8 @@ def main(argv=None) -> dict:
         return summary
     optimizer = model.configure_optimizers()
     generator = torch.Generator().manual_seed(args.seed)
-    best, best_state, since_best, curve, started = None, None, 0, [], time.perf_counter()
+    best, best_error, best_averaged, best_state, since_best = None, float("inf"), False, None, 0
+    curve, started = [], time.perf_counter()
     averaged = torch.optim.swa_utils.AveragedModel(model) if args.average_from else None
     for epoch in range(1, args.epochs + 1):
         model.train()
@@ -273,12 +274,14 @@ def main(argv=None) -> dict:
               + f"{point['seconds']:.0f}s", flush=True)
         if args.out:
             append_line(args.out, line)
-        prefix = "average_tuning_" if "average_tuning_goal_error_mean" in point else "tuning_"
-        if args.average_from and epoch == args.average_from:
-            best = None  # from here on the averaged model is the one selected
-        if best is None or point[f"{prefix}goal_error_mean"] < best[f"{prefix}goal_error_mean"]:
-            selected = averaged.module if prefix == "average_tuning_" else model
-            best, best_state, since_best = point, copy.deepcopy(selected.state_dict()), 0
+        averaging = bool(args.average_from) and epoch >= args.average_from
+        error = point["average_tuning_goal_error_mean" if averaging else "tuning_goal_error_mean"]
+        if averaging and epoch == args.average_from:
+            best = None  # from here on only the averaged model is selected
+        if best is None or error < best_error:
+            selected = averaged.module if averaging else model
+            best, best_error, best_averaged, since_best = point, error, averaging, 0
+            best_state = copy.deepcopy(selected.state_dict())
         else:
             since_best += 1
         if since_best >= args.patience or (args.seconds is not None and point["seconds"] > args.seconds):
@@ -287,8 +290,8 @@ def main(argv=None) -> dict:
     if args.save:
         args.save.parent.mkdir(parents=True, exist_ok=True)
         save_file({k: v.contiguous() for k, v in best_state.items()}, str(args.save), metadata={"config": json.dumps(config)})
-    prefix = "average_tuning_" if "average_tuning_goal_error_mean" in best else "tuning_"
-    summary = {"config": config, "selected_epoch": best["epoch"], "averaged": prefix == "average_tuning_",
+    prefix = "average_tuning_" if best_averaged else "tuning_"
+    summary = {"config": config, "selected_epoch": best["epoch"], "averaged": best_averaged,
                "tuning": {k.removeprefix(prefix): v for k, v in best.items() if k.startswith(prefix)},
                "dev": evaluate(model, dev, bf16=bf16, transitions=dev_transitions),
                "references": {"tuning": references(train, tuning),
