@@ -17,19 +17,19 @@ recipe's by config alone.
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from zoo.blocks.datamodule import BlocksDataModule
-from zoo.blocks.evaluate import evaluate_policy
-from zoo.blocks.rollout import EpisodeRunner
-from zoo.callbacks.contextual_bandit import ContextualBanditLoop
-from zoo.models.blocks import BlocksBandit, BlocksPolicy
-from zoo.models.blocks.policy import load_training_checkpoint
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tuning_curve import TuningCurve  # noqa: E402
+
+from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
+from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
+from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
+from zoo.models.blocks import BlocksBandit, BlocksPolicy  # noqa: E402
+from zoo.models.blocks.policy import load_training_checkpoint  # noqa: E402
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -55,6 +55,7 @@ def parse(argv=None) -> argparse.Namespace:
                              "so its probabilities are unchanged): a test of how their scale sets the step size")
     parser.add_argument("--tuning", type=int, default=300)
     parser.add_argument("--eval-every", type=int, default=400)
+    parser.add_argument("--seconds", type=float, default=None, help="stop at the first evaluation after this long")
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
@@ -90,47 +91,20 @@ def main(argv=None) -> dict:
     order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))
     episodes = [datamodule.train_examples[i] for i in order[: args.episodes].tolist()]
     tuning = datamodule.tuning_examples[: args.tuning]
-    runner = EpisodeRunner(datamodule.renderer)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
-    curve, frames, updates, lengths, stops, started = [], 0, 0, [], [], time.perf_counter()
-
-    def evaluate(seen: int) -> None:
-        error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
-        point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
-                 "tuning_median_error": round(error["median"], 4),
-                 "tuning_stop_rate": round(error["stop_rate"], 4),
-                 "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
-                 "train_stop_rate": round(sum(stops[-args.eval_every:]) / max(1, len(stops[-args.eval_every:])), 4),
-                 "seconds": round(time.perf_counter() - started, 1)}
-        curve.append(point)
-        line = json.dumps({"config": config, **point})
-        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  "
-              f"tuning {point['tuning_mean_error']:.3f} (stops {point['tuning_stop_rate']:.2f})  "
-              f"train length {point['train_episode_length']:.1f} (stops {point['train_stop_rate']:.2f})  "
-              f"{point['seconds']:.0f}s", flush=True)
-        if args.out:
-            with args.out.open("a") as handle:
-                handle.write(line + "\n")
-
-    evaluate(0)
+    curve = TuningCurve(policy, tuning, EpisodeRunner(datamodule.renderer), config, args.eval_every, args.out, args.json)
+    curve.evaluate(0)
     for first in range(0, len(episodes), args.rollout):
         batch = episodes[first : first + args.rollout]
         rollout = loop.collect(policy, batch)
         policy.train()
         policy.learn_from_rollout(rollout, optimizer)
-        frames += len(rollout["actions"])
-        updates += -(-len(batch) // args.episodes_per_update)
-        lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
-        stops += loop.runner.env.stopped.tolist()  # how each episode ended
-        seen = first + len(batch)
-        if seen % args.eval_every == 0 or seen == len(episodes):
-            evaluate(seen)
+        curve.record(rollout, loop.runner.env.stopped, -(-len(batch) // args.episodes_per_update), len(batch))
+        if curve.evaluate_when_due(first + len(batch), len(episodes), args.seconds):
+            break
     if args.save:
         policy.save_pretrained(args.save)
-    summary = {"config": config, "curve": curve}
-    if args.json:
-        print(json.dumps(summary))
-    return summary
+    return curve.summary()
 
 
 if __name__ == "__main__":

@@ -19,22 +19,22 @@ error of the last ``--window`` clone the expert's demonstration, the rest take P
 from __future__ import annotations
 
 import argparse
-import json
 import math
 import sys
-import time
 from pathlib import Path
 
 import torch
 
-from zoo.blocks.datamodule import BlocksDataModule
-from zoo.blocks.evaluate import evaluate_policy
-from zoo.blocks.rollout import EpisodeRunner
-from zoo.blocks.reward import RewardConfig
-from zoo.callbacks.expert_loop import ExpertLoop
-from zoo.callbacks.scheduled_loop import ScheduledLoop
-from zoo.models.blocks import BlocksDagger, BlocksPolicy, BlocksSpo
-from zoo.models.blocks.policy import load_training_checkpoint
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from tuning_curve import TuningCurve  # noqa: E402
+
+from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
+from zoo.blocks.reward import RewardConfig  # noqa: E402
+from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
+from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
+from zoo.callbacks.scheduled_loop import ScheduledLoop  # noqa: E402
+from zoo.models.blocks import BlocksDagger, BlocksPolicy, BlocksSpo  # noqa: E402
+from zoo.models.blocks.policy import load_training_checkpoint  # noqa: E402
 
 
 def parse(argv=None) -> argparse.Namespace:
@@ -106,51 +106,30 @@ def main(argv=None) -> dict:
     order = torch.randperm(len(datamodule.train_examples), generator=torch.Generator().manual_seed(args.seed))
     episodes = [datamodule.train_examples[i] for i in order[: args.episodes].tolist()]
     tuning = datamodule.tuning_examples[: args.tuning]
-    runner = EpisodeRunner(datamodule.renderer)
     config = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items() if k not in ("json", "out")}
-    curve, frames, updates, lengths, stops, started = [], 0, 0, [], [], time.perf_counter()
-    recent: list[dict] = []
+    curve = TuningCurve(policy, tuning, EpisodeRunner(datamodule.renderer), config, args.eval_every, args.out, args.json)
+    recent: list[dict] = []  # each rollout's loop statistics
 
-    def evaluate(seen: int) -> None:
-        error = evaluate_policy(policy, tuning, batch_size=len(tuning), runner=runner, progress=False)
+    def method_stats() -> dict:
+        """Since the last evaluation. DAgger: β and how often the policy's own actions were the
+        expert's (NaN, null in JSON, before the policy acts); SPO: the moving baseline and the
+        share of trials cloned."""
         window = recent[-max(1, args.eval_every // args.rollout):]
-        point = {"episodes": seen, "frames": frames, "updates": updates, "tuning_mean_error": round(error["mean"], 4),
-                 "tuning_median_error": round(error["median"], 4),
-                 "tuning_stop_rate": round(error["stop_rate"], 4),
-                 "train_episode_length": round(sum(lengths[-args.eval_every:]) / max(1, len(lengths[-args.eval_every:])), 2),
-                 "train_stop_rate": round(sum(stops[-args.eval_every:]) / max(1, len(stops[-args.eval_every:])), 4),
-                 **method_stats(window),
-                 "seconds": round(time.perf_counter() - started, 1)}
-        curve.append(point)
-        line = json.dumps({"config": config, **{k: None if v != v else v for k, v in point.items()}})
-        print(line if args.json else f"{seen:6d} episodes  {frames:7d} frames  {updates:5d} updates  "
-              + "  ".join(f"{k} {v:.2f}" for k, v in method_stats(window).items()) + "  "
-              f"tuning {point['tuning_mean_error']:.3f} (stops {point['tuning_stop_rate']:.2f})  "
-              f"train length {point['train_episode_length']:.1f}  {point['seconds']:.0f}s", flush=True)
-        if args.out:
-            with args.out.open("a") as handle:
-                handle.write(line + "\n")
-
-    def method_stats(window: list[dict]) -> dict:
-        """DAgger: β and how often the policy's own actions were the expert's (NaN, null in
-        JSON, before the policy acts); SPO: the moving baseline and the share of trials cloned."""
         if args.method == "spo":
-            return {"baseline": round(recent[-1]["baseline"], 4) if recent else float("nan"),
-                    "cloned_share": round(mean_of_numbers([s["cloned_share"] for s in window]), 4)}
-        return {"beta": round(loop.beta(), 4),
-                "policy_agreement": round(mean_of_numbers([s["policy_agreement"] for s in window]), 4)}
+            return {"baseline": recent[-1]["baseline"] if recent else float("nan"),
+                    "cloned_share": mean_of_numbers([s["cloned_share"] for s in window])}
+        return {"beta": loop.beta(), "policy_agreement": mean_of_numbers([s["policy_agreement"] for s in window])}
 
-    evaluate(0)
+    curve.evaluate(0, **method_stats())
     for first in range(0, len(episodes), args.rollout):
         batch = episodes[first : first + args.rollout]
-        policy.train()
         if args.method == "spo":
             trials = loop.collect(policy, batch)
             policy.train()
             policy.learn_from_trials(trials, optimizer)
-            rollout, count, runner = trials["rollout"], args.ppo_epochs, loop.trials.runner
-            if trials["demonstrations"] is not None:
-                frames += len(trials["demonstrations"]["actions"])
+            demonstrations = trials["demonstrations"]
+            curve.record(trials["rollout"], loop.trials.runner.env.stopped, args.ppo_epochs, len(batch),
+                         other_frames=len(demonstrations["actions"]) if demonstrations is not None else 0)
         else:
             rollout = loop.collect(policy, batch)
             loop.replay.add(rollout)
@@ -158,23 +137,13 @@ def main(argv=None) -> dict:
             minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(count)]
             policy.train()
             policy.learn_from_labels(minibatches, optimizer)
-            runner = loop.runner
+            curve.record(rollout, loop.runner.env.stopped, count, len(batch))
         recent.append(dict(loop.last_stats))
-        frames += len(rollout["actions"])
-        updates += count
-        lengths += torch.bincount(rollout["episodes"], minlength=len(batch)).tolist()
-        stops += runner.env.stopped.tolist()
-        seen = first + len(batch)
-        if seen % args.eval_every == 0 or seen == len(episodes):
-            evaluate(seen)
-            if args.seconds is not None and time.perf_counter() - started > args.seconds:
-                break
+        if curve.evaluate_when_due(first + len(batch), len(episodes), args.seconds, **method_stats()):
+            break
     if args.save:
         policy.save_pretrained(args.save)
-    summary = {"config": config, "curve": curve}
-    if args.json:
-        print(json.dumps(summary))
-    return summary
+    return curve.summary()
 
 
 if __name__ == "__main__":

@@ -6,30 +6,26 @@ from pathlib import Path
 
 import pytest
 import torch
+from blocks_learners_support import TINY_POLICY, few_training_episodes, tiny_learner
 
 from zoo.blocks.board import BoardBatch
 from zoo.blocks.env import BlocksEnv
 from zoo.blocks.expert import BlocksExpert
 from zoo.blocks.geometry import STOP
-from zoo.blocks.procedural import procedural_split
-from zoo.blocks.vocab import Vocabulary, build_vocabulary
 from zoo.callbacks.expert_loop import ExpertLoop, ExpertReplay
 from zoo.models.blocks import BlocksDagger
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.py"
-SMALL = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
-             direction_embedding_dim=4, hidden_dim=8)
 
 
 @pytest.fixture(scope="module")
 def examples():
-    return procedural_split("train", transitions=6, seed=3).examples[:8]
+    return few_training_episodes()
 
 
 @pytest.fixture()
 def learner(examples):
-    torch.manual_seed(0)
-    return BlocksDagger(Vocabulary(build_vocabulary(e.instruction for e in examples)).words, **SMALL)
+    return tiny_learner(BlocksDagger, examples)
 
 
 def replay_labels(examples, rollout) -> torch.Tensor:
@@ -134,7 +130,7 @@ def test_method_dagger_trains_from_the_recipe(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "data.episodes_per_batch=4",
-            *(f"model.options.{k}={v}" for k, v in SMALL.items()), "evaluation.gifs=0", "logger.kind=none",
+            *(f"model.options.{k}={v}" for k, v in TINY_POLICY.items()), "evaluation.gifs=0", "logger.kind=none",
             "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
             "model.name=blocks-dagger", "loop.batch_size=8", "model.options.beta_decay=0.5", f"run_dir={tmp_path}"]
     assert module.main(tiny) == 0
@@ -156,4 +152,4 @@ def test_a_stop_weight_counts_each_stop_label_that_many_times():
     assert torch.isclose(losses.supervised_loss(block, direction, labels, stop_weight=1.0),
                          losses.supervised_loss(block, direction, labels))
     with pytest.raises(ValueError, match="stop_weight"):
-        BlocksDagger(["<pad>", "<unk>"], stop_weight=0.0, **SMALL)
+        BlocksDagger(["<pad>", "<unk>"], stop_weight=0.0, **TINY_POLICY)

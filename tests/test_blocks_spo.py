@@ -6,28 +6,24 @@ from pathlib import Path
 
 import pytest
 import torch
+from blocks_learners_support import TINY_POLICY, few_training_episodes, tiny_learner
 
 from zoo.blocks.geometry import STOP
-from zoo.blocks.procedural import procedural_split
-from zoo.blocks.vocab import Vocabulary, build_vocabulary
 from zoo.callbacks.scheduled_loop import ScheduledLoop
 from zoo.models.blocks import BlocksSpo
 from zoo.models.blocks.losses import clipped_surrogate_loss
 
 RECIPE = Path(__file__).resolve().parent.parent / "recipes" / "blocks_policy.py"
-SMALL = dict(embedding_dim=8, lstm_dim=8, image_dim=8, conv_channels=4, block_embedding_dim=4,
-             direction_embedding_dim=4, hidden_dim=8)
 
 
 @pytest.fixture(scope="module")
 def examples():
-    return procedural_split("train", transitions=6, seed=3).examples[:8]
+    return few_training_episodes()
 
 
 @pytest.fixture()
 def learner(examples):
-    torch.manual_seed(0)
-    return BlocksSpo(Vocabulary(build_vocabulary(e.instruction for e in examples)).words, **SMALL)
+    return tiny_learner(BlocksSpo, examples)
 
 
 def test_inside_the_clip_range_the_surrogate_is_the_ratio_times_the_advantage():
@@ -76,11 +72,10 @@ def test_later_trials_clone_exactly_when_worse_than_the_mean_of_the_window(examp
 
 
 def test_bad_settings_are_refused_in_one_line(examples):
-    words = Vocabulary(build_vocabulary(e.instruction for e in examples)).words
     with pytest.raises(ValueError, match="clip must lie in"):
-        BlocksSpo(words, **SMALL, clip=1.5)
+        tiny_learner(BlocksSpo, examples, clip=1.5)
     with pytest.raises(ValueError, match="ppo_epochs"):
-        BlocksSpo(words, **SMALL, ppo_epochs=0)
+        tiny_learner(BlocksSpo, examples, ppo_epochs=0)
     with pytest.raises(ValueError, match="baseline window"):
         ScheduledLoop(examples, window=0)
 
@@ -123,7 +118,7 @@ def test_method_spo_trains_from_the_recipe(tmp_path):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     tiny = ["data.source=procedural", "data.procedural_sizes={train: 6, dev: 2, test: 2}", "data.episodes_per_batch=3",
-            *(f"model.options.{k}={v}" for k, v in SMALL.items()), "evaluation.gifs=0", "logger.kind=none",
+            *(f"model.options.{k}={v}" for k, v in TINY_POLICY.items()), "evaluation.gifs=0", "logger.kind=none",
             "trainer.max_epochs=1", "trainer.enable_progress_bar=false", "trainer.enable_model_summary=false",
             "model.name=blocks-spo", "model.options.ppo_epochs=2", f"run_dir={tmp_path}"]
     assert module.main(tiny) == 0
@@ -138,9 +133,7 @@ def test_a_step_on_mixed_trials_follows_both_terms_weighted_by_their_share(examp
     the PPO gradient weighted 1/2 and the cloning gradient weighted 1/2."""
     from zoo.models.blocks.losses import action_log_prob
 
-    words = Vocabulary(build_vocabulary(e.instruction for e in examples)).words
-    torch.manual_seed(0)
-    learner = BlocksSpo(words, **SMALL, ppo_epochs=1, gradient_clip_val=None, entropy_coefficient=0.0)
+    learner = tiny_learner(BlocksSpo, examples, ppo_epochs=1, gradient_clip_val=None, entropy_coefficient=0.0)
     loop = ScheduledLoop(examples, seed=6)
     trials = loop.collect(learner, examples)
     worse = torch.arange(len(examples)) % 2 == 0
