@@ -17,6 +17,11 @@ greedy step of evaluation. Measured, each a median over ``--repeats`` interleave
   ``loop.updates_per_rollout`` minibatches of ``loop.batch_size`` from the replay), with every
   action the policy's (β = 0, the most network work a rollout can need), from the released
   supervised policy when available;
+* ``spo_frames_per_s``: SPO as the ``blocks-spo`` recipe configures it (trials of
+  ``data.episodes_per_batch`` episodes sampled from the policy with the shaped reward, the
+  expert's demonstrations of those worse than the moving baseline, then
+  ``model.options.ppo_epochs`` steps on the PPO decisions and the demonstrations), from the
+  released supervised policy when available; a frame is a decision of a trial;
 * ``eval_steps_per_s``: greedy evaluation (``zoo eval blocks``'s loop);
 * the floor: ``forward_frames_per_s`` (no-grad forward at batch 256),
   ``update_frames_per_s`` (forward + backward + Adam at batch 16) and
@@ -24,8 +29,12 @@ greedy step of evaluation. Measured, each a median over ``--repeats`` interleave
 * ``dagger_floor_frames_per_s``: the same network work at the floor's rates: one forward per
   decision and ``dagger_updates_per_frame`` update frames per decision (updates at
   ``loop.batch_size``);
-* ``bandit_vs_floor``, ``dagger_vs_floor`` and ``eval_vs_forward_floor``: the ratios the goals
-  are stated in.
+* ``spo_floor_frames_per_s``: SPO's network work at the floor's rates: per decision of a trial
+  two forwards (sampling it, and its probability before the steps), and ``spo_updates_per_frame``
+  update frames (``ppo_epochs`` passes over the PPO decisions and the demonstrations' steps), the
+  updates at the floor's rate for batch 256 (each pass is one batch of a whole rollout);
+* ``bandit_vs_floor``, ``dagger_vs_floor``, ``spo_vs_floor`` and ``eval_vs_forward_floor``: the
+  ratios the goals are stated in.
 """
 
 from __future__ import annotations
@@ -47,8 +56,10 @@ from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
 from zoo.blocks.evaluate import evaluate_policy  # noqa: E402
 from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
+from zoo.blocks.reward import RewardConfig  # noqa: E402
 from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
-from zoo.models.blocks import BlocksBandit, BlocksDagger, BlocksPolicy, BlocksSupervised  # noqa: E402
+from zoo.callbacks.scheduled_loop import ScheduledLoop  # noqa: E402
+from zoo.models.blocks import BlocksBandit, BlocksDagger, BlocksPolicy, BlocksSpo, BlocksSupervised  # noqa: E402
 from zoo.models.blocks.network import NETWORK_OPTIONS  # noqa: E402
 from zoo.recipes import recipe_defaults  # noqa: E402
 
@@ -62,7 +73,7 @@ def supervised_rate(policy, optimiser, datamodule, batches: int) -> float:
     iterator = iter(datamodule.train_dataloader())
     started, frames = time.perf_counter(), 0
     for batch in itertools.islice(iterator, batches):
-        loss = policy._supervised(batch)
+        loss = policy.supervised_step(batch, "train")
         optimiser.zero_grad()
         loss.backward()
         optimiser.step()
@@ -96,12 +107,28 @@ def dagger_rate(policy, optimiser, loop: ExpertLoop, examples, rollouts: int, si
     return frames / (time.perf_counter() - started), updated / frames
 
 
-def dagger_start(recipe, words: list[str]) -> BlocksDagger:
-    settings = dict(learning_rate=recipe.model.options.learning_rate)
+def spo_rate(policy, optimiser, loop: ScheduledLoop, examples, rollouts: int, size: int) -> tuple[float, float]:
+    """Trial decisions per second, and update frames per trial decision."""
+    started, frames, updated = time.perf_counter(), 0, 0
+    for index in range(rollouts):
+        trials = loop.collect(policy, examples[index * size : (index + 1) * size])
+        policy.train()
+        policy.learn_from_trials(trials, optimiser)
+        rollout, demonstrations = trials["rollout"], trials["demonstrations"]
+        frames += len(rollout["actions"])
+        reinforced = int((~trials["worse"])[rollout["episodes"]].sum())
+        cloned = len(demonstrations["actions"]) if demonstrations is not None else 0
+        updated += policy.hparams.ppo_epochs * (reinforced + cloned)
+    return frames / (time.perf_counter() - started), updated / frames
+
+
+def expert_learner_start(recipe, words: list[str], objective: type, **settings) -> BlocksPolicy:
+    """DAgger or SPO from the released supervised policy when available, else fresh weights."""
+    settings = dict(learning_rate=recipe.model.options.learning_rate, **settings)
     try:
-        return BlocksPolicy.from_pretrained("blocks-supervised").to_objective(BlocksDagger, **settings)
+        return BlocksPolicy.from_pretrained("blocks-supervised").to_objective(objective, **settings)
     except (OSError, KeyError, ValueError):
-        return BlocksDagger(words, **network(recipe), **settings)
+        return objective(words, **network(recipe), **settings)
 
 
 def eval_rate(policy, examples, renderer) -> tuple[float, int]:
@@ -133,7 +160,8 @@ def main() -> None:
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     torch.set_num_threads(args.threads)
-    recipe, bandit_recipe, dagger_recipe = (recipe_defaults(f"blocks-{name}") for name in ("supervised", "bandit", "dagger"))
+    recipe, bandit_recipe, dagger_recipe, spo_recipe = (recipe_defaults(f"blocks-{name}")
+                                                        for name in ("supervised", "bandit", "dagger", "spo"))
     datamodule = BlocksDataModule(batch_size=recipe.data.batch_size, supervised_schedule=recipe.data.supervised_schedule)
     datamodule.setup()
     words = datamodule.vocabulary.words
@@ -143,17 +171,24 @@ def main() -> None:
     bandit = bandit_start(bandit_recipe, words)
     bandit_optimiser = bandit.configure_optimizers()
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
-    dagger = dagger_start(dagger_recipe, words)
+    dagger = expert_learner_start(dagger_recipe, words, BlocksDagger)
     dagger_optimiser = dagger.configure_optimizers()
     settings = dagger_recipe.loop
     expert_loop = ExpertLoop(datamodule.train_examples, renderer=datamodule.renderer, beta_start=0.0, beta_end=0.0,
                              policy_actions=settings.policy_actions, replay_size=settings.replay_size,
                              batch_size=settings.batch_size, updates_per_rollout=settings.updates_per_rollout)
+    spo_options = spo_recipe.model.options
+    spo = expert_learner_start(spo_recipe, words, BlocksSpo, ppo_epochs=spo_options.ppo_epochs, clip=spo_options.clip,
+                               baseline_window=spo_options.baseline_window,
+                               entropy_coefficient=spo_options.entropy_coefficient)
+    spo_optimiser = spo.configure_optimizers()
+    scheduled_loop = ScheduledLoop(datamodule.train_examples, RewardConfig(spo_options.reward), renderer=datamodule.renderer,
+                                   demo_cache=datamodule.demos, window=spo_options.baseline_window)
     size = bandit_recipe.data.episodes_per_batch
     examples = datamodule.train_examples
     evaluation = datamodule.dev_examples[: args.eval_episodes]
-    rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "dagger", "dagger_floor", "eval", "forward",
-                                                     "update", "floor")}
+    rates: dict[str, list[float]] = {k: [] for k in ("supervised", "bandit", "dagger", "dagger_floor", "spo", "spo_floor",
+                                                     "eval", "forward", "update", "floor")}
     for repeat in range(args.repeats):  # interleaved, so all see the same machine load
         floor = measure_floor(args.threads, repeats=1)
         rates["forward"].append(floor["forward_frames_per_s"])
@@ -168,6 +203,11 @@ def main() -> None:
         update_rate = floor["update_frames_per_s"] if settings.batch_size == 16 else measure_floor(
             args.threads, repeats=1, update_batch=settings.batch_size)["update_frames_per_s"]
         rates["dagger_floor"].append(1.0 / (1.0 / floor["forward_frames_per_s"] + per_frame / update_rate))
+        rate, spo_per_frame = spo_rate(spo, spo_optimiser, scheduled_loop, examples[offset:], args.rollouts, size)
+        rates["spo"].append(rate)
+        # SPO's passes are over whole rollouts (hundreds of decisions): the floor's update at batch 256
+        spo_update_rate = measure_floor(args.threads, repeats=1, update_batch=256)["update_frames_per_s"]
+        rates["spo_floor"].append(1.0 / (2.0 / floor["forward_frames_per_s"] + spo_per_frame / spo_update_rate))
         rate, steps = eval_rate(bandit, evaluation, datamodule.renderer)
         rates["eval"].append(rate)
     median = {k: statistics.median(v) for k, v in rates.items()}
@@ -180,6 +220,9 @@ def main() -> None:
         "dagger_frames_per_s": median["dagger"],
         "dagger_updates_per_frame": per_frame,
         "dagger_floor_frames_per_s": median["dagger_floor"],
+        "spo_frames_per_s": median["spo"],
+        "spo_updates_per_frame": spo_per_frame,
+        "spo_floor_frames_per_s": median["spo_floor"],
         "eval_steps_per_s": median["eval"],
         "eval_steps": steps,
         "forward_frames_per_s": median["forward"],
@@ -187,6 +230,7 @@ def main() -> None:
         "bandit_floor_frames_per_s": median["floor"],
         "bandit_vs_floor": median["bandit"] / median["floor"],
         "dagger_vs_floor": median["dagger"] / median["dagger_floor"],
+        "spo_vs_floor": median["spo"] / median["spo_floor"],
         "eval_vs_forward_floor": median["eval"] / median["forward"],
     }
     result = {k: round(v, 3 if "_vs_" in k else 1) if isinstance(v, float) else v for k, v in result.items()}
