@@ -29,10 +29,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from tuning_curve import TuningCurve  # noqa: E402
 
 from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
-from zoo.blocks.reward import RewardConfig  # noqa: E402
 from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
-from zoo.callbacks.scheduled_loop import ScheduledLoop  # noqa: E402
+from zoo.callbacks.objective_loops import loop_callbacks  # noqa: E402
 from zoo.models.blocks import BlocksDagger, BlocksPolicy, BlocksSpo  # noqa: E402
 from zoo.models.blocks.policy import load_training_checkpoint  # noqa: E402
 
@@ -93,8 +92,7 @@ def main(argv=None) -> dict:
         policy = start.to_objective(BlocksSpo, learning_rate=args.lr, stop_weight=args.stop_weight, clip=args.clip,
                                     ppo_epochs=args.ppo_epochs, baseline_window=args.window,
                                     entropy_coefficient=args.entropy)
-        loop = ScheduledLoop(datamodule.train_examples, RewardConfig(policy.hparams.reward), seed=args.seed,
-                             renderer=datamodule.renderer, demo_cache=datamodule.demos, window=args.window)
+        (loop,) = loop_callbacks(policy, datamodule, {}, args.seed)  # the recipe's ScheduledLoop for these settings
     else:
         args.lr = args.lr or 1e-3
         policy = start.to_objective(BlocksDagger, learning_rate=args.lr, stop_weight=args.stop_weight)

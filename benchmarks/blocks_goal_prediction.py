@@ -132,11 +132,11 @@ def shift_from_training(train_examples, split_examples) -> dict:
     nearest training board (block lengths; 0 would be a board training holds), how often its
     goal is a place where the same block ended in training, and how many of its instructions
     were written by people who wrote training ones."""
-    pool = list({id(e.transition): e.transition.start for e in train_examples}.values())
+    training = list({id(e.transition): e.transition for e in train_examples}.values())
     transitions = list({id(e.transition): e.transition for e in split_examples}.values())
-    distances = nearest_board_distance([t.start for t in transitions], pool)
+    distances = nearest_board_distance([t.start for t in transitions], [t.start for t in training])
     ends: dict[tuple, list] = {}
-    for transition in {id(e.transition): e.transition for e in train_examples}.values():
+    for transition in training:
         ends.setdefault((transition.decoration, transition.moved_block), []).append(transition.goal[transition.moved_block])
     on_spot = [any(np.linalg.norm(end - t.goal[t.moved_block]) < 0.1 * BLOCK_SIZE
                    for end in ends.get((t.decoration, t.moved_block), [])) for t in transitions]

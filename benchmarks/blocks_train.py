@@ -30,7 +30,7 @@ greedy step of evaluation. Measured, each a median over ``--repeats`` interleave
   decision and ``dagger_updates_per_frame`` update frames per decision (updates at
   ``loop.batch_size``);
 * ``spo_floor_frames_per_s``: SPO's network work at the floor's rates: per decision of a trial
-  two forwards (sampling it, and its probability before the steps), and ``spo_updates_per_frame``
+  one forward (sampling it), and ``spo_updates_per_frame``
   update frames (``ppo_epochs`` passes over the PPO decisions and the demonstrations' steps), the
   updates at the floor's rate for batch 256 (each pass is one batch of a whole rollout);
 * ``bandit_vs_floor``, ``dagger_vs_floor``, ``spo_vs_floor`` and ``eval_vs_forward_floor``: the
@@ -56,9 +56,8 @@ from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
 from zoo.blocks.evaluate import evaluate_policy  # noqa: E402
 from zoo.blocks.rollout import EpisodeRunner  # noqa: E402
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop  # noqa: E402
-from zoo.blocks.reward import RewardConfig  # noqa: E402
 from zoo.callbacks.expert_loop import ExpertLoop  # noqa: E402
-from zoo.callbacks.scheduled_loop import ScheduledLoop  # noqa: E402
+from zoo.callbacks.objective_loops import loop_callbacks  # noqa: E402
 from zoo.models.blocks import BlocksBandit, BlocksDagger, BlocksPolicy, BlocksSpo, BlocksSupervised  # noqa: E402
 from zoo.models.blocks.network import NETWORK_OPTIONS  # noqa: E402
 from zoo.recipes import recipe_defaults  # noqa: E402
@@ -107,7 +106,7 @@ def dagger_rate(policy, optimiser, loop: ExpertLoop, examples, rollouts: int, si
     return frames / (time.perf_counter() - started), updated / frames
 
 
-def spo_rate(policy, optimiser, loop: ScheduledLoop, examples, rollouts: int, size: int) -> tuple[float, float]:
+def spo_rate(policy, optimiser, loop, examples, rollouts: int, size: int) -> tuple[float, float]:
     """Trial decisions per second, and update frames per trial decision."""
     started, frames, updated = time.perf_counter(), 0, 0
     for index in range(rollouts):
@@ -182,8 +181,7 @@ def main() -> None:
                                baseline_window=spo_options.baseline_window,
                                entropy_coefficient=spo_options.entropy_coefficient)
     spo_optimiser = spo.configure_optimizers()
-    scheduled_loop = ScheduledLoop(datamodule.train_examples, RewardConfig(spo_options.reward), renderer=datamodule.renderer,
-                                   demo_cache=datamodule.demos, window=spo_options.baseline_window)
+    (scheduled_loop,) = loop_callbacks(spo, datamodule, {}, seed=0)  # the recipe's ScheduledLoop
     size = bandit_recipe.data.episodes_per_batch
     examples = datamodule.train_examples
     evaluation = datamodule.dev_examples[: args.eval_episodes]
@@ -207,7 +205,7 @@ def main() -> None:
         rates["spo"].append(rate)
         # SPO's passes are over whole rollouts (hundreds of decisions): the floor's update at batch 256
         spo_update_rate = measure_floor(args.threads, repeats=1, update_batch=256)["update_frames_per_s"]
-        rates["spo_floor"].append(1.0 / (2.0 / floor["forward_frames_per_s"] + spo_per_frame / spo_update_rate))
+        rates["spo_floor"].append(1.0 / (1.0 / floor["forward_frames_per_s"] + spo_per_frame / spo_update_rate))
         rate, steps = eval_rate(bandit, evaluation, datamodule.renderer)
         rates["eval"].append(rate)
     median = {k: statistics.median(v) for k, v in rates.items()}

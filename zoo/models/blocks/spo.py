@@ -77,8 +77,7 @@ class BlocksSpo(BlocksBandit):
             advantages = self.rollout_targets(rollout, ppo_rows).to(self.device)
             if self.hparams.reward_baseline == "mean":
                 advantages = advantages - advantages.mean()
-            with torch.no_grad():  # the policy that played the trials, before any of these steps
-                old = losses.action_log_prob(*self.rollout_heads(rollout, ppo_rows), actions)
+        old = None  # the log-probabilities of the policy that played the trials: the first pass's
         step_losses = []
         for _ in range(self.hparams.ppo_epochs):
             # Each term is backpropagated before the next forward pass: the image encoder
@@ -88,6 +87,8 @@ class BlocksSpo(BlocksBandit):
             if len(ppo_rows):
                 block, direction = self.rollout_heads(rollout, ppo_rows)
                 new = losses.action_log_prob(block, direction, actions)
+                if old is None:  # no step has been taken yet, so this pass is the playing policy
+                    old = new.detach()
                 bonus = (losses.entropy(block) + losses.entropy(direction)).mean()
                 ppo = losses.clipped_surrogate_loss(new, old, advantages, self.hparams.clip)
                 term = (1.0 - cloned_share) * (ppo - self.hparams.entropy_coefficient * bonus)
