@@ -311,15 +311,16 @@ def test_a_moved_run_folder_resumes_and_exports_from_its_new_place(tmp_path):
     assert paths and all(Path(path).parent == second / "checkpoints" for path in paths if path)
 
 
-def test_a_run_from_before_runs_were_marked_is_adopted_only_with_its_own_config(tmp_path):
-    run_dir = tmp_path / "old-run"
-    (run_dir / "checkpoints").mkdir(parents=True)
-    OmegaConf.save(OmegaConf.create(identity(config(run_dir))), run_dir / CONFIG_NAME)
-    (run_dir / "metrics.jsonl").write_text('{"epoch": 0}\n')
-    before = snapshot(run_dir)
-    with pytest.raises(ConfigChangedError, match="seed: 0 -> 1"):
-        RunDirectory.open(config(run_dir, seed=1))
-    assert snapshot(run_dir) == before and not (run_dir / MARKER_NAME).exists()  # a refusal writes nothing
-    with RunDirectory.open(config(run_dir)):
-        pass
-    assert marker_record(run_dir)["kind"] == "run"
+def test_a_users_folder_that_looks_like_a_run_is_refused_untouched(tmp_path):
+    users = tmp_path / "u"
+    users.mkdir()
+    (users / CONFIG_NAME).write_text("lr: 0.1\n")
+    (users / "metrics.jsonl").write_text("{}\n")
+    (users / "changes.jsonl").write_text('{"changes": []}\n')
+    (users / "checkpoints").mkdir()
+    before = snapshot(users)
+    for wanted in (config(users), config(users, seed=1)):
+        with pytest.raises(RunDirectoryError, match="zoo did not write it") as refused:
+            RunDirectory.open(wanted)
+        assert "\n" not in str(refused.value)
+    assert snapshot(users) == before and not (users / MARKER_NAME).exists()

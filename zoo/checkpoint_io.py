@@ -39,3 +39,15 @@ class AtomicCheckpointIO(TorchCheckpointIO):
             reason = error.strerror or str(error) or type(error).__name__
             raise CheckpointWriteError(f"cannot write checkpoint {path}: {reason}; the previous checkpoints "
                                        "are intact, free space and rerun the same command to resume") from None
+
+    def remove_checkpoint(self, path) -> None:
+        """Unlink ``path`` if it is a regular file: never a directory, never through a link
+        (Lightning's own removal is recursive, and the path may come from a checkpoint file)."""
+        import os
+        import stat
+
+        try:
+            if stat.S_ISREG(os.lstat(path).st_mode):
+                os.unlink(path)
+        except FileNotFoundError:
+            pass

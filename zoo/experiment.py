@@ -239,23 +239,26 @@ def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> 
 
     from zoo.errors import UnsafeDestinationError
 
-    resolved, root = Path(path).resolve(), Path(run_dir).resolve()
-    if root not in resolved.parents:
-        raise UnsafeDestinationError(f"refusing to load checkpoint {str(path)!r}: it lies outside the run directory {str(run_dir)!r}")
-    return torch.load(resolved, map_location="cpu", weights_only=True)
+    from zoo.callbacks.run_model_checkpoint import own_checkpoint
+
+    if not own_checkpoint(str(path), str(Path(run_dir) / "checkpoints")):
+        raise UnsafeDestinationError(f"refusing to load checkpoint {str(path)!r}: it is not a checkpoint file in "
+                                     f"{str(Path(run_dir) / 'checkpoints')!r}")
+    return torch.load(Path(path).resolve(), map_location="cpu", weights_only=True)
 
 
 def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
     checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
     from zoo.callbacks.graceful_stop import GracefulStop
+    from zoo.callbacks.run_model_checkpoint import CheckpointStateError
     from zoo.checkpoint_io import CheckpointWriteError
 
     ckpt = resume_path(run_dir)
     stopped = f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it"
     try:
         trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
-    except CheckpointWriteError as error:  # e.g. a full disk: one line, the previous checkpoints intact
+    except (CheckpointWriteError, CheckpointStateError) as error:  # e.g. a full disk, a crafted last.ckpt: one line
         raise SystemExit(str(error)) from None
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
         if GracefulStop.requested_on(trainer):

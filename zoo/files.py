@@ -35,6 +35,7 @@ zoo to write there again."""
 
 OUTPUT_KINDS = {
     "run": "a training run",
+    "stage": "a stage of a training run",
     "model": "a trained model",
     "corpus": "a corpus",
     "gifs": "Blocks GIFs",

@@ -22,6 +22,7 @@ from __future__ import annotations
 import errno
 import hashlib
 import json
+import logging
 import os
 import socket
 import time
@@ -31,6 +32,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from zoo.errors import UnsafeDestinationError, ZooError
+
+log = logging.getLogger(__name__)
 
 CONFIG_NAME = "config.yaml"
 CHANGES_NAME = "changes.jsonl"
@@ -165,15 +168,16 @@ def refusal(run_dir: Path, refused: list[Change]) -> str:
     return f"run_dir {str(run_dir)!r} holds a run with another configuration ({listed}); {how}"
 
 
-def _legacy_run(directory: Path) -> bool:
-    """A run zoo wrote before runs were marked: a config.yaml and something made from it. It
-    is adopted only if its config.yaml is this run's (compared before anything is written)."""
-    return (directory / CONFIG_NAME).is_file() and (_has_work(directory) or (directory / "metrics.jsonl").is_file())
-
-
 WORK_FILES = ("checkpoints", "warmup", "pretrained", "results.json")
 """What a run makes from its configuration: while none exists (a run that stopped on a bad
 setting before training), another configuration may take the directory."""
+
+STAGE_KIND = "stage"
+"""The marker kind of a stage inside a run (the Blocks warm-up): part of a run, never one."""
+
+WRITTEN_IN_RUN = (*WORK_FILES, CONFIG_NAME, CHANGES_NAME, "metrics.jsonl", "warmup/checkpoints", "warmup/pretrained")
+"""Entries of a run directory (and its stage) that zoo writes into or replaces: none may be a
+link, which would send zoo's writes and deletions into someone else's folder."""
 
 
 def _has_work(run_dir: Path) -> bool:
@@ -181,17 +185,30 @@ def _has_work(run_dir: Path) -> bool:
 
 
 def _check_usable(run_dir: Path) -> None:
-    from zoo.files import MARKER_NAME, check_replaceable
+    from zoo.files import check_replaceable, marker_record
 
     if run_dir.is_symlink() or run_dir.exists() and not run_dir.is_dir():
         raise RunDirectoryError(f"run_dir {str(run_dir)!r} exists and is not a directory (or is a link); "
                                 "choose a new or empty directory")
-    if run_dir.is_dir() and not (run_dir / MARKER_NAME).exists() and _legacy_run(run_dir):
-        return
+    record = marker_record(run_dir)
+    if record.get("kind") == STAGE_KIND or record.get("kind") == RUN_KIND and "config_sha256" in record:
+        # a stage (older zoo marked its warm-up kind "run", with the run's stage hash)
+        raise RunDirectoryError(f"run_dir {str(run_dir)!r} is a stage inside another run (its warm-up), not a run; "
+                                "choose a new or empty directory")
     try:
         check_replaceable(run_dir, kind=RUN_KIND)
     except UnsafeDestinationError as error:
         raise RunDirectoryError(f"run_dir: {error}") from None
+    for name in WRITTEN_IN_RUN:
+        if (run_dir / name).is_symlink():
+            raise RunDirectoryError(f"run_dir: {str(run_dir / name)!r} is a link, and zoo writes and deletes there; "
+                                    "zoo never makes one: remove the link or use a new run_dir")
+    if run_dir.is_dir() and not os.access(run_dir, os.W_OK | os.X_OK):
+        raise RunDirectoryError(f"run_dir {str(run_dir)!r} is not writable; make it writable or use a new run_dir")
+    parent = next((folder for folder in run_dir.absolute().parents if folder.exists()), None)
+    if not run_dir.exists() and parent is not None and not os.access(parent, os.W_OK | os.X_OK):
+        raise RunDirectoryError(f"cannot make run_dir {str(run_dir)!r}: {str(parent)!r} is not writable; "
+                                "choose a writable place")
 
 
 @dataclass
@@ -231,12 +248,16 @@ class RunDirectory:
             except ConfigChangedError:
                 refuse_if_in_use(run_dir)  # a process writing the run now is the better reason to give
                 raise
-        run_dir.mkdir(parents=True, exist_ok=True)
         from zoo.files import MARKER_NAME, write_marker
 
-        if not (run_dir / MARKER_NAME).exists():
-            write_marker(run_dir, kind=RUN_KIND)
-        lock = acquire(run_dir)
+        try:
+            run_dir.mkdir(parents=True, exist_ok=True)
+            if not (run_dir / MARKER_NAME).exists():
+                write_marker(run_dir, kind=RUN_KIND)
+            lock = acquire(run_dir)
+        except OSError as error:  # a read-only filesystem, a permission: one line before any work
+            raise RunDirectoryError(f"cannot write to run_dir {str(run_dir)!r}: {error.strerror or error}; "
+                                    "make it writable or use a new run_dir") from None
         try:
             opened = cls._take(run_dir, wanted, set(allowed), lock)
         except BaseException:
@@ -278,8 +299,10 @@ class RunDirectory:
         return changed
 
     def close(self) -> None:
-        """Let the next process have the run directory."""
+        """Let the next process have the run directory. The holder's record goes first: one
+        left behind under a free lock says its process ended without closing (killed)."""
         if self._lock is not None:
+            (self.path / HOLDER_NAME).unlink(missing_ok=True)
             self._lock.release()
             self._lock = None
 
@@ -325,13 +348,25 @@ def write_identity(run_dir: Path, data: dict) -> None:
 
 
 def read_changes(run_dir: Path) -> list[dict]:
+    """The changes recorded in ``changes.jsonl``, in order; a line zoo did not write (not JSON,
+    or a change without its key, old and new values) is refused in one line naming it."""
     path = run_dir / CHANGES_NAME
     if not path.is_file():
         return []
     changes = []
-    for line in path.read_text().splitlines():
-        if line.strip():
-            changes.extend(json.loads(line)["changes"])
+    for number, line in enumerate(path.read_text(errors="replace").splitlines(), 1):
+        if not line.strip():
+            continue
+        try:
+            recorded = json.loads(line)["changes"]
+            if not all(isinstance(c, dict) and isinstance(c.get("key"), str) and {"old", "new"} <= set(c)
+                       for c in recorded):
+                raise TypeError
+        except (ValueError, KeyError, TypeError):
+            raise RunDirectoryError(f"{path} line {number} is not a change zoo recorded "
+                                    "({\"changes\": [{\"key\", \"old\", \"new\"}, ...]}); "
+                                    "restore the file or use a new run_dir") from None
+        changes.extend(recorded)
     return changes
 
 
@@ -353,7 +388,12 @@ def _lock_now(run_dir: Path):
     """The run directory's lock, taken at once or refused naming its holder (never waited for)."""
     from filelock import FileLock, Timeout
 
-    lock = FileLock(str(run_dir / LOCK_NAME), timeout=0)
+    path = run_dir / LOCK_NAME
+    if path.is_symlink() or path.exists() and not path.is_file():
+        # the lock is opened for writing: through a link it would truncate whatever the link names
+        raise RunDirectoryError(f"{str(path)!r} is not a lock file zoo made (a link or a folder); "
+                                "remove it or use a new run_dir")
+    lock = FileLock(str(path), timeout=0)
     try:
         lock.acquire()
     except Timeout:
@@ -367,6 +407,9 @@ def acquire(run_dir: Path):
     from zoo.files import atomic_write_text
 
     lock = _lock_now(run_dir)
+    if (run_dir / HOLDER_NAME).is_file():  # a holder that closed removed its record: this one was killed
+        log.warning("run_dir %s was last held by %s, which ended without closing it; going on from its last "
+                    "checkpoint", run_dir, holder(run_dir))
     atomic_write_text(run_dir / HOLDER_NAME, json.dumps({"pid": os.getpid(), "host": socket.gethostname(),
                                                          "started": _now()}) + "\n")
     return lock
@@ -396,10 +439,6 @@ def remove_staging_leftovers(run_dir: Path) -> None:
         for leftover in run_dir.glob(pattern):
             if leftover.is_file() and not leftover.is_symlink():
                 leftover.unlink(missing_ok=True)
-
-
-STAGE_KIND = RUN_KIND
-"""A stage inside a run (the warm-up: its own checkpoints and export) is a run of its own."""
 
 
 def take_stage(directory: Path, sha256: str, name: str) -> None:
