@@ -332,3 +332,60 @@ def test_load_release_splits_and_unseen(tmp_path):
     splits = load_release(data_dir=tmp_path, verify=False)
     assert [len(splits[s]) for s in release.SPLITS] == [3233, 500, 1000, 3]
     assert splits["test_unseen"][0].turns[0].speech == "line 0 unseen"
+
+
+# -- episode length ----------------------------------------------------------------------------------
+
+
+def _fixture_dir_with(tmp_path: Path, episodes: list[Episode]) -> Path:
+    """A LIGHT data directory whose fixture holds ``episodes`` (each speech turn listed as real)."""
+    fixture = tmp_path / "light" / "fixture"
+    fixture.mkdir(parents=True)
+    dump_pickle([e.to_raw() for e in episodes], fixture / "light_data_fixture.pkl")
+    meta = [{"real_fields": [f"speech[0..{len(e.turns) - 1}]"]} for e in episodes]
+    (fixture / "light_data_fixture_meta.json").write_text(json.dumps(meta), encoding="utf-8")
+    return tmp_path / "light"
+
+
+def test_an_episode_longer_than_the_limit_is_refused_naming_the_file_and_the_limit(tmp_path, monkeypatch):
+    from zoo.light import records
+    from zoo.light.fixture import load_fixture
+
+    monkeypatch.setattr(records, "MAX_EPISODE_TURNS", 20)
+    assert len(load_fixture(_fixture_dir_with(tmp_path / "ok", [tiny_episode(20)])).episodes[0].turns) == 20
+    with pytest.raises(LightDataError) as error:
+        load_fixture(_fixture_dir_with(tmp_path / "long", [tiny_episode(2), tiny_episode(21)]))
+    message = str(error.value)
+    assert "\n" not in message
+    assert message.startswith(str(tmp_path / "long" / "light" / "fixture" / "light_data_fixture.pkl") + ": episode 1: ")
+    assert "21 turns, more than the 20 an episode may have" in message
+
+
+def test_evaluating_a_fixture_with_an_overlong_episode_stops_at_once_in_one_line(tmp_path, capsys):
+    """Each example's context repeats its view's history, so a 20,000-turn episode would build
+    gigabytes of contexts; the episode is refused when the file is read instead."""
+    from zoo.cli import main
+    from zoo.light.records import MAX_EPISODE_TURNS
+
+    data = _fixture_dir_with(tmp_path, [tiny_episode(14, " a"), tiny_episode(MAX_EPISODE_TURNS + 1, " b")])
+    assert main(["eval", "light", "--source", "fixture", "--model", "random", "--data-dir", str(data)]) == 2
+    error = capsys.readouterr().err.strip()
+    assert "\n" not in error and "light_data_fixture.pkl: episode 1" in error
+    assert f"{MAX_EPISODE_TURNS + 1} turns, more than the {MAX_EPISODE_TURNS} an episode may have" in error
+
+
+@needs_data
+def test_the_real_episodes_are_far_below_the_length_limit():
+    from zoo.light.records import MAX_EPISODE_TURNS
+
+    episodes = load_episodes(FIXTURE, verify=False)
+    assert max(len(e.turns) for e in episodes) * 10 <= MAX_EPISODE_TURNS
+
+
+def test_light_sim_cannot_be_asked_for_chats_its_loader_would_refuse():
+    from zoo.light.records import MAX_EPISODE_TURNS
+    from zoo.light.sim.config import SimConfig
+
+    assert SimConfig(max_turns=MAX_EPISODE_TURNS).max_turns == MAX_EPISODE_TURNS
+    with pytest.raises(ValueError, match=f"max_turns must be at most {MAX_EPISODE_TURNS}"):
+        SimConfig(max_turns=MAX_EPISODE_TURNS + 1)

@@ -317,7 +317,10 @@ def full_contexts(examples: Sequence[LightExample]) -> list[str]:
     """Self-contained context of every example: the ``\\n``-join of its view's texts so far.
 
     This is what ParlAI's history shows a model (without the extra copy of the gold label
-    that TorchAgent's ``--use-reply label`` adds; docs/light_data.md §4 history caveat).
+    that TorchAgent's ``--use-reply label`` adds; docs/light_data.md §4 history caveat). The
+    contexts of a view repeat its history, so their size grows with the square of its length;
+    loading refuses episodes past :data:`zoo.light.records.MAX_EPISODE_TURNS`, which bounds it.
+    Not cut to a tail: the TF-IDF, StarSpace and fastText rankers read every line of a context.
     """
     contexts, history = [], []
     for example in examples:

@@ -42,6 +42,15 @@ OPTIONAL_COLUMNS = ("character", "room_agents")
 
 REQUIRED_KEYS = ("setting", "agents", "all_descriptions") + TEXT_COLUMNS + LIST_COLUMNS
 
+MAX_EPISODE_TURNS = 200
+"""Turns an episode may have. A LIGHT chat usually has 14 (docs/light_data.md §2), the real
+fixture's longest has 14 and LIGHT-sim's chats at most ``max_turns`` (14 by default), so the
+margin is wide. The bound is what keeps flattening linear in a file's size: every example's
+context repeats its view's history (:func:`zoo.light.examples.full_contexts`, as ParlAI showed
+it, and the TF-IDF, StarSpace and fastText rankers read all of it), so an episode's contexts
+hold up to ``MAX_EPISODE_TURNS / 2`` copies of its text; one episode of 20,000 turns would make
+gigabytes of them."""
+
 
 class LightDataError(ValueError):
     """A LIGHT episode file does not have the structure of the release (docs/light_data.md §2)."""
@@ -191,6 +200,9 @@ def parse_episode(raw: Any, where: str = "episode") -> Episode:
     columns = {name: _sequence(raw[name], f"{where}: field {name!r}") for name in present}
     lengths = {name: len(value) for name, value in columns.items()}
     n_turns = lengths["speech"]
+    if n_turns > MAX_EPISODE_TURNS:
+        raise LightDataError(f"{where}: {n_turns} turns, more than the {MAX_EPISODE_TURNS} an episode may have "
+                             "(LIGHT chats have about 14); split it into shorter episodes")
     wrong = {name: n for name, n in lengths.items() if n != n_turns}
     if wrong:
         detail = ", ".join(f"{name} has {n}" for name, n in wrong.items())

@@ -13,6 +13,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from zoo.light.corpus_dir import LABEL
+from zoo.light.records import MAX_EPISODE_TURNS
 from zoo.light.release import N_TEST, N_VALID, SPLIT_POOL
 from zoo.light.world import World
 
@@ -58,6 +59,8 @@ class SimConfig:
     0: speech version 2 as it was."""
 
     def __post_init__(self) -> None:
+        if self.max_turns > MAX_EPISODE_TURNS:  # the corpus's own loader would refuse its chats
+            raise ValueError(f"max_turns must be at most {MAX_EPISODE_TURNS} (an episode's limit), got {self.max_turns}")
         if self.speech_memories < 0:
             raise ValueError(f"speech_memories must be at least 0, got {self.speech_memories}")
         if self.speech not in SPEECH_SOURCES:
