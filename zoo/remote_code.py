@@ -9,6 +9,11 @@ code: every folder it hands to transformers (a checkpoint, its ``tokenizer/``, a
 speech model) goes through :func:`refuse_remote_code_in_folder` first, and every transformers
 call passes ``trust_remote_code=False`` as a second line of defence.
 
+The scan costs little whatever the folder holds: it reads a bounded number of bytes per file and
+in all (:data:`MAX_SETTINGS_FILE_BYTES`, :data:`MAX_SETTINGS_BYTES`), because parsing JSON takes
+about eight times the file's size in memory, and an unbounded read let one 500 MB
+``tokenizer_config.json`` hold the scan for over a minute.
+
 This module depends on :mod:`zoo.safe_json` only, so anything may import it.
 """
 
@@ -19,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from zoo.errors import ZooError
-from zoo.safe_json import read_json
+from zoo.safe_json import JsonError, loads_json
 
 REMOTE_CODE_KEYS = ("auto_map", "custom_pipelines", "trust_remote_code")
 """Settings keys with which a folder asks transformers to import its own code."""
@@ -29,9 +34,23 @@ CLASS_NAME_KEYS = ("tokenizer_class", "processor_class", "image_processor_type",
 """Keys naming a class: a value with a module path (``pkg.Class``, ``repo--module.Class``)
 names code outside transformers."""
 
+SETTINGS_SUFFIX = "config.json"
+"""Every file transformers reads code-asking keys from ends so: ``config.json``,
+``tokenizer_config.json``, ``preprocessor_config.json``, ``processor_config.json``,
+``video_preprocessor_config.json``, ``generation_config.json``."""
+
+MAX_SETTINGS_FILE_BYTES = 4 * 1024 * 1024
+"""The largest settings file the scan reads (4 MiB); a larger one is refused before it is read.
+Real ones are kilobytes: a ``tokenizer_config.json`` listing hundreds of added tokens is about
+100 KB, a ``config.json`` naming the 21,841 ImageNet-22k labels about 1 MB. Other JSON files
+(``tokenizer.json``, ``vocab.json``, weight maps) are read up to the same size; beyond it they
+are counted but not read, since transformers takes no code-asking key from them and a large
+model's ``tokenizer.json`` is tens of MB."""
+
 MAX_SETTINGS_FILES = 10_000
-MAX_SETTINGS_BYTES = 512 * 1024 * 1024
-"""Bounds on the scan of one folder: a folder over these is refused rather than read."""
+MAX_SETTINGS_BYTES = 64 * 1024 * 1024
+"""Bounds on the scan of one folder (JSON files seen, bytes read): a folder over these is
+refused rather than read."""
 
 
 class RemoteCodeError(ZooError, ValueError):
@@ -65,7 +84,8 @@ def _names_module(value: Any) -> bool:
 def refuse_remote_code_in_folder(directory: str | os.PathLike) -> None:
     """Check every settings file (``*.json``) under ``directory``, at any depth, and refuse a
     folder that ships Python files: nothing in it may ask transformers for custom code.
-    A path that is not a directory (a hub name, a single weights file) is left to the caller."""
+    A path that is not a directory (a hub name, a single weights file) is left to the caller.
+    Every read is bounded (see :data:`MAX_SETTINGS_FILE_BYTES`), so the scan stays cheap."""
     root = Path(directory)
     if not root.is_dir():
         return
@@ -79,10 +99,27 @@ def refuse_remote_code_in_folder(directory: str | os.PathLike) -> None:
             if not name.endswith(".json") or not path.is_file():
                 continue
             seen += 1
-            total += path.stat().st_size
+            size = path.stat().st_size
+            if size > MAX_SETTINGS_FILE_BYTES and not name.endswith(SETTINGS_SUFFIX):
+                continue  # a vocabulary or tokenizer.json: transformers takes no code-asking key from it
+            total += min(size, MAX_SETTINGS_FILE_BYTES)
             if seen > MAX_SETTINGS_FILES or total > MAX_SETTINGS_BYTES:
                 raise RemoteCodeError(f"{root} holds more settings files than zoo checks "
                                       f"({MAX_SETTINGS_FILES} files, {MAX_SETTINGS_BYTES} bytes); refused")
-            refuse_remote_code(read_json(path), path)
+            refuse_remote_code(_read_settings(path), path)
     if code:  # after the settings, so a refusal names the file and key that ask for the code
         raise RemoteCodeError(f"{code[0]} is Python code shipped with the model; zoo never runs it")
+
+
+def _read_settings(path: Path) -> Any:
+    """The JSON at ``path``, reading at most :data:`MAX_SETTINGS_FILE_BYTES` + 1 bytes: a file
+    that is larger (or grew since it was listed) is refused without being read further."""
+    try:
+        with open(path, "rb") as handle:
+            data = handle.read(MAX_SETTINGS_FILE_BYTES + 1)
+    except OSError as error:
+        raise JsonError(f"cannot read {path}: {error.strerror or error}") from None
+    if len(data) > MAX_SETTINGS_FILE_BYTES:
+        raise RemoteCodeError(f"{path} is over the {MAX_SETTINGS_FILE_BYTES >> 20} MiB zoo reads of a settings file "
+                              "(real ones are kilobytes); refused: replace it with the model's own")
+    return loads_json(data, str(path))
