@@ -103,6 +103,16 @@ def test_one_instruction_from_the_command_line(tmp_path, monkeypatch, capsys):
     assert records[2]["moves"] == ["STOP"] and records[2]["error_after"] == records[0]["error"]
 
 
+def test_an_overlong_instruction_from_the_command_line_is_cut_with_a_note(tmp_path, monkeypatch, capsys):
+    from zoo.play.console import MAX_LINE_CHARACTERS
+
+    pasted = "move block one to the left " * 2_000
+    records = play(tmp_path, monkeypatch, "--board", "procedural", "--model", "stop", "--instruction", pasted)
+    assert len(records[1]["text"]) <= MAX_LINE_CHARACTERS and pasted.startswith(records[1]["text"])
+    notes = [line for line in capsys.readouterr().out.splitlines() if "cut to" in line]
+    assert notes == [f"(your instruction: cut to {MAX_LINE_CHARACTERS} characters)"]
+
+
 @pytest.mark.parametrize("args, message", [
     (["--board", "dev:x"], "the example index must be a whole number"),
     (["--board", "valid:3"], "expected dev:N, test:N, train:N, procedural or procedural:SEED"),

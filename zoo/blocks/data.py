@@ -14,7 +14,7 @@ import numpy as np
 
 from zoo.blocks.geometry import BLOCK_SIZE, BOARD_HALF
 from zoo.safe_json import JsonError, read_json
-from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition
+from zoo.blocks.records import DECORATIONS, BlocksSplit, Transition, moved_blocks
 from zoo.paths import cache_dir, domain_data_dir
 
 SPLITS = ("train", "dev", "test")
@@ -26,6 +26,13 @@ OVERLAP_TOLERANCE = 0.1
 ``1 - OVERLAP_TOLERANCE`` block lengths on both axes. The release's simulator lets touching
 blocks sink into each other a little (train holds pairs 0.95 block lengths apart); a block
 inside another, or several stacked at one point, is not a board the agent can be scored on."""
+
+MAX_INSTRUCTION_CHARACTERS = 2000
+"""Characters an instruction may have. The release's longest has 383 (77 words; 332 in dev,
+337 in test), so the margin is five-fold. The network reads every token (no model cuts the
+instruction), so a record far past it, such as a pasted book of 400,000 words, would cost
+minutes and gigabytes to score; it is refused when the file is read. Typed instructions are cut
+shorter still, with a note, at :data:`zoo.play.console.MAX_LINE_CHARACTERS`."""
 
 OFFICIAL_COMMIT = "798cba8"
 OFFICIAL_URL = "https://raw.githubusercontent.com/clic-lab/blocks/{commit}/BlockWorldSimulator/Assets/{file}"
@@ -182,6 +189,18 @@ def _overlapping_pair(board: np.ndarray, block_size: float) -> tuple[int, int] |
     return (int(first[0]), int(second[0])) if len(first) else None
 
 
+def _check_one_block_moves(frames: list[np.ndarray], start: int, finish: int, where: str) -> None:
+    """An A0 note is one block's move (docs/blocks_environment.md §1.3): with no block moved there
+    is nothing to do and every policy scores zero, and with several the distance error, the reward
+    and the expert follow only the first of them (:attr:`Transition.moved_block`)."""
+    moved, span = moved_blocks(frames[start], frames[finish]), f"from frame {start} to frame {finish}"
+    if len(moved) == 0:
+        raise BlocksDataError(f"{where}: no block moves {span} (the start board is the goal)")
+    if len(moved) > 1:
+        names = ", ".join(str(i + 1) for i in moved[:-1]) + f" and {moved[-1] + 1}"
+        raise BlocksDataError(f"{where}: blocks {names} move {span}; an A0 note is one block's move")
+
+
 def _parse_note(note, frames, episode_id, decoration, block_size, where) -> Transition:
     if "notes" not in note or not all(isinstance(note.get(key), int) and not isinstance(note.get(key), bool)
                                       for key in ("start", "finish")):
@@ -191,13 +210,20 @@ def _parse_note(note, frames, episode_id, decoration, block_size, where) -> Tran
     texts, users = note["notes"], note.get("users", [])
     if not (0 <= start < len(frames) and 0 <= finish < len(frames)):
         raise BlocksDataError(f"{where}: frames {start}->{finish} outside the episode's {len(frames)} frames")
+    if finish <= start:
+        raise BlocksDataError(f"{where}: the goal frame {finish} is not after the start frame {start}")
     for name, frame in (("start", start), ("goal", finish)):
         pair = _overlapping_pair(frames[frame], block_size)
         if pair is not None:
             raise BlocksDataError(f"{where}: blocks {pair[0] + 1} and {pair[1] + 1} overlap on the {name} board "
                                   f"(frame {frame})")
+    _check_one_block_moves(frames, start, finish, where)
     if not isinstance(texts, list) or not all(isinstance(t, str) for t in texts):
         raise BlocksDataError(f"{where}: 'notes' must be a list of instruction strings")
+    for index, text in enumerate(texts):
+        if len(text) > MAX_INSTRUCTION_CHARACTERS:
+            raise BlocksDataError(f"{where}: instruction {index} has {len(text)} characters, more than the "
+                                  f"{MAX_INSTRUCTION_CHARACTERS} an instruction may have")
     if not isinstance(users, list):
         raise BlocksDataError(f"{where}: 'users' must be a list, got {type(users).__name__}")
     if len(users) != len(texts):

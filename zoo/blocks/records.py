@@ -11,6 +11,14 @@ from zoo.blocks.geometry import BLOCK_SIZE
 
 DECORATIONS = ("digit", "logo")
 
+MOVE_TOLERANCE = 1e-3
+"""A block whose centre shifts by less than this (on both axes) between two boards has not moved."""
+
+
+def moved_blocks(start: np.ndarray, goal: np.ndarray) -> np.ndarray:
+    """Indices of the blocks whose centres differ between the ``[n, 2]`` boards ``start`` and ``goal``."""
+    return np.flatnonzero(np.abs(start - goal).max(axis=1) > MOVE_TOLERANCE)
+
 
 @dataclass(frozen=True, eq=False)
 class Transition:
@@ -45,7 +53,7 @@ class Transition:
     @property
     def moved_block(self) -> int:
         """Index of the block that moves (the "main block" of the reward and the planner)."""
-        moved = np.flatnonzero(np.abs(self.start - self.goal).max(axis=1) > 1e-3)
+        moved = moved_blocks(self.start, self.goal)
         return int(moved[0]) if len(moved) else 0
 
     @property

@@ -113,9 +113,11 @@ def run_blocks(args) -> int:
     lines = LineSource(args.script, "instruction> ", sys.stdout)
     instruction = None
     if args.instruction is not None:
-        instruction = clean_line(args.instruction)[0]
+        instruction, note = clean_line(args.instruction)
         if not instruction:
             raise ValueError("--instruction is empty")
+        if note:  # e.g. a pasted page cut to a line: say so rather than act on a silently different text
+            print(f"(your instruction: {note})", flush=True)
     policy = load_policies(tuple(args.model), args.seed)
     out_dir.mkdir(parents=True, exist_ok=True)
     write_marker(out_dir, kind="gifs")
