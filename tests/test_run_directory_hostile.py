@@ -233,3 +233,20 @@ def test_a_holder_that_was_killed_is_named_when_the_next_run_takes_over(tmp_path
     with caplog.at_level("WARNING"), RunDirectory.open(config(run_dir)):
         pass
     assert "last held by pid 4242 on node7 (started 2026-01-01T00:00:00Z), which ended without closing it" in caplog.text
+
+
+@pytest.mark.slow
+def test_a_blocks_run_writes_results_with_its_legs_and_allowed_changes(tmp_path):
+    recipe = blocks_recipe()
+    run_dir = tmp_path / "r"
+    recipe.main([*SUPERVISED, f"run_dir={run_dir}"])
+    first = json.loads((run_dir / "results.json").read_text())
+    assert first["model"] == "blocks-supervised" and [(leg["from_step"], leg["to_step"]) for leg in first["legs"]] == [(0, 6)]
+    assert first["metrics"]["tuning/mean_error"] > 0 and first["exported_epoch"] == 0
+    recipe.main([*SUPERVISED, f"run_dir={run_dir}", *LONGER])
+    longer = json.loads((run_dir / "results.json").read_text())
+    assert [leg["allowed_changes"] for leg in longer["legs"]] == [[], [{"key": "trainer.max_epochs", "old": 1, "new": 2}]]
+    assert longer["config_sha256"] == first["config_sha256"] and longer["global_step"] == 12
+    saved = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
+    legs = next(state for key, state in saved["callbacks"].items() if key.startswith("RunLegs"))["legs"]
+    assert legs[1]["allowed_changes"] == [{"key": "trainer.max_epochs", "old": 1, "new": 2}]

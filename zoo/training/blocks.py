@@ -102,11 +102,14 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
 
 
 def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
-        extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None) -> BlocksPolicy:
+        extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None,
+        changes: Sequence[dict] = (), results: bool = False) -> BlocksPolicy:
     """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained,
     its marker keeping ``record`` (the configuration hash it came from). A rerun that trains
-    nothing leaves an export of the same configuration as it is."""
-    legs = RunLegs(config.data.batch_size)
+    nothing leaves an export of the same configuration as it is. ``changes``: the allowed
+    configuration changes this process made, recorded in its leg; ``results``: write
+    ``run_dir/results.json`` (the run's legs and its best epoch's figures)."""
+    legs = RunLegs(config.data.batch_size, changes)
     callbacks = [*extra_callbacks, TrainClock(), legs, *evaluation_callbacks(config, datamodule, run_dir),
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
     trainer_config = config.trainer.copy()
@@ -117,17 +120,43 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
     trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
     fit_resuming(trainer, policy, datamodule, run_dir)
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
+    best_epoch = None
     if best:
-        state = load_run_checkpoint(best, run_dir)["state_dict"]
-        policy.load_state_dict(state)
+        saved = load_run_checkpoint(best, run_dir)
+        policy.load_state_dict(saved["state_dict"])
+        best_epoch = saved.get("epoch")
     exported = record is not None and marker_record(run_dir / "pretrained").get("config_sha256") == record["config_sha256"]
     if trainer.is_global_zero and (legs.trained_here or not exported):
         policy.save_pretrained(run_dir / "pretrained", record=record)
         log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
     elif trainer.is_global_zero:
         log.info("the run in %s had finished with this configuration; its export is unchanged", run_dir)
+    if results and trainer.is_global_zero and (legs.trained_here or changes or not (run_dir / "results.json").is_file()):
+        write_results(config, run_dir, record or {}, best, best_epoch, trainer, legs.legs)
     trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
     return policy
+
+
+def write_results(config: DictConfig, run_dir: Path, record: dict, best: str | None, epoch: int | None, trainer,
+                  legs: list[dict]) -> None:
+    """``run_dir/results.json``: what the run is (model, configuration hash), what trained it (every
+    leg, their totals) and the figures of the epoch it exported (its metrics.jsonl row)."""
+    import json
+
+    from zoo.callbacks.epoch_metrics import read_epoch_metrics
+    from zoo.callbacks.run_legs import totals
+    from zoo.files import atomic_write_text
+
+    rows = read_epoch_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
+    chosen = next((row for row in rows if row["epoch"] == epoch), rows[-1] if rows else {})
+    results = {"model": config.model.name, **record, "best_checkpoint": best, "epochs": trainer.current_epoch,
+               "global_step": trainer.global_step, "batch_size": config.data.batch_size,
+               "world_size": trainer.world_size, **totals(legs), "legs": legs,
+               "exported_epoch": chosen.get("epoch"), "metrics": {key: value for key, value in chosen.items()
+                                                                  if "/" in key},
+               "pretrained": str(run_dir / "pretrained")}
+    atomic_write_text(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
+    log.info("results: %s", run_dir / "results.json")
 
 
 def split_options(options: dict) -> tuple[dict, dict]:
@@ -244,5 +273,6 @@ def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list
         datamodule.vocabulary = policy.vocabulary
     loop = config.get("loop")
     loops = loop_callbacks(policy, datamodule, OmegaConf.to_container(loop) if loop is not None else {}, config.seed)
-    fit(config, policy, datamodule, run_dir, extra_callbacks=[*loops, *extra_callbacks], record=record)
+    fit(config, policy, datamodule, run_dir, extra_callbacks=[*loops, *extra_callbacks], record=record,
+        changes=[vars(change) for change in run_directory.changes], results=True)
     return 0
