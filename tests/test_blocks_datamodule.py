@@ -248,3 +248,16 @@ def test_the_recipe_takes_data_limit_and_checks_its_range():
         load_config(recipe, ["data.limit={train: 0}"])
     with pytest.raises(RecipeConfigError, match="data.limit"):
         load_config(recipe, ["data.limit={test: 3}"])
+
+
+def test_procedural_sizes_past_the_limit_are_refused_before_any_board_is_made():
+    import pytest
+
+    from zoo.blocks.procedural import MAX_TRANSITIONS, procedural_split
+
+    with pytest.raises(ValueError) as error:
+        BlocksDataModule(source="procedural", procedural_sizes={"train": 1_000_000_000})
+    assert str(error.value) == (f"procedural_sizes: train must be at most {MAX_TRANSITIONS:,} transitions "
+                                f"(the real train split has 1,319), got 1,000,000,000")
+    with pytest.raises(ValueError, match=f"at most {MAX_TRANSITIONS:,} transitions"):
+        procedural_split("train", MAX_TRANSITIONS + 1)

@@ -98,6 +98,8 @@ def test_zero_epochs_and_automatic_devices_are_accepted(recipe):
     (BANDIT, "start.warmup_epochs=-1", "config key 'start.warmup_epochs' must be an integer >= 0, got -1"),
     (DAGGER, "model.options.beta_decay=0", "config key 'model.options.beta_decay' must be a number > 0 and <= 1"),
     (BLOCKS, "data.procedural_sizes={train: 0}", "config key 'data.procedural_sizes' must be a mapping of train, dev, test"),
+    (BLOCKS, "data.procedural_sizes={train: 1000000000}",
+     "config key 'data.procedural_sizes' must be a mapping of train, dev, test to an integer between 1 and 100000"),
 ])
 def test_model_data_and_method_sections_are_checked(recipe, override, message):
     assert message in refusal(recipe, override)

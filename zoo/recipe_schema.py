@@ -21,6 +21,8 @@ from typing import Annotated, Any, Literal, Optional, Union, get_args
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, \
     model_validator
 
+from zoo.blocks.procedural import MAX_TRANSITIONS as PROCEDURAL_TRANSITIONS_MAX
+
 # ------------------------------------------------------------------------------------- sizes
 # Upper bounds of the model sizes a constructor takes, each 5-20x the largest size the papers
 # or the recipes use, so every published configuration and any plausible scaling of it fits,
@@ -394,7 +396,8 @@ class BlocksData(Section):
     supervised_schedule: Literal["replay", "epoch"]
     replay_capacity: Count
     num_workers: Annotated[int, Field(ge=0, le=256)]
-    procedural_sizes: Optional[dict[Literal["train", "dev", "test"], Count]]
+    procedural_sizes: Optional[dict[Literal["train", "dev", "test"],
+                                    Annotated[int, Field(ge=1, le=PROCEDURAL_TRANSITIONS_MAX)]]]
     limit: Optional[Union[Count, dict[Literal["train", "tuning", "dev"], Optional[Count]]]] = None
     episodes_per_batch: Annotated[int, Field(ge=1, le=4096)]
 

@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from zoo.blocks.demos import Demonstration, DemonstrationCache
 from zoo.blocks.geometry import MAX_BLOCKS
+from zoo.blocks.procedural import check_split_size
 from zoo.blocks.records import BlocksSplit, Example
 from zoo.blocks.vocab import Vocabulary, build_vocabulary
 from zoo.resumable import ReplayMemoryBatches, ResumableBatchLoader, ResumableLoader
@@ -176,6 +177,7 @@ class BlocksDataModule(L.LightningDataModule):
                                  f"with a space after the colon")
             if not isinstance(size, int) or isinstance(size, bool) or size < 1:
                 raise ValueError(f"procedural_sizes: {split} must be a positive integer, got {size!r}")
+            check_split_size(split, size)
         check_limit(limit)
         if supervised_schedule not in SUPERVISED_SCHEDULES:
             raise ValueError(f"supervised_schedule must be one of {SUPERVISED_SCHEDULES}; got {supervised_schedule!r}")

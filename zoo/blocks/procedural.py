@@ -38,6 +38,11 @@ TEMPLATES = (
 )
 
 DEFAULT_SIZES = {"train": 1200, "dev": 150, "test": 300}
+
+MAX_TRANSITIONS = 100_000
+"""Transitions a procedural split may have: 75 times the real train split's 1,319, and about a
+minute to generate. A size past it is a slip of the keyboard (an extra three zeros), which
+would otherwise generate boards for hours before training starts."""
 DEFAULT_SEEDS = {"train": 0, "dev": 1, "test": 2}
 
 
@@ -122,9 +127,17 @@ def generate_transitions(
     return transitions
 
 
+def check_split_size(name: str, transitions: int) -> None:
+    """Refuse a split of more than :data:`MAX_TRANSITIONS` transitions, in one line."""
+    if transitions > MAX_TRANSITIONS:
+        raise ValueError(f"procedural_sizes: {name} must be at most {MAX_TRANSITIONS:,} transitions (the real train "
+                         f"split has 1,319), got {transitions:,}")
+
+
 def procedural_split(name: str, transitions: int | None = None, seed: int | None = None, **options) -> BlocksSplit:
     """A whole split of procedural data: one single-transition episode per board."""
     count = DEFAULT_SIZES.get(name, 200) if transitions is None else transitions
+    check_split_size(name, count)
     seed = DEFAULT_SEEDS.get(name, 0) if seed is None else seed
     episodes = [[t] for t in generate_transitions(count, seed, prefix=f"procedural-{name}", **options)]
     return build_split(name, episodes)
