@@ -9,7 +9,9 @@ client loop is bounded in count and time (sockets time out after CLIENT_TIMEOUT)
 from __future__ import annotations
 
 import http.client
+import itertools
 import json
+import select
 import socket
 import threading
 import time
@@ -120,6 +122,48 @@ def test_a_short_post_body_drops_only_its_sender(server):
     assert short.recv(1024) == b""
     assert time.monotonic() - started < SERVER_TIMEOUT + 3
     short.close()
+
+
+def trickle_until_dropped(sock: socket.socket, opening: bytes, filler: bytes, gap: float, limit: float) -> float:
+    """Send ``opening`` at once, then ``filler`` one byte every ``gap`` seconds (never a gap the
+    server's socket timeout would notice) until the server hangs up; the seconds that took.
+    Gives up at ``limit`` seconds, so the test ends however the server behaves."""
+    started = time.monotonic()
+    sock.sendall(opening)
+    for byte in itertools.cycle(filler):
+        if time.monotonic() - started > limit:
+            break
+        try:
+            sock.sendall(bytes([byte]))
+        except (BrokenPipeError, ConnectionResetError):
+            return time.monotonic() - started
+        readable, _, _ = select.select([sock], [], [], gap)
+        if readable:
+            try:
+                assert sock.recv(1024) == b""  # dropped without a reply
+            except ConnectionResetError:
+                pass
+            return time.monotonic() - started
+    return time.monotonic() - started
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("phase", ["headers", "body"])
+def test_a_client_trickling_its_request_is_dropped_at_the_deadline(server, phase):
+    """A byte every 0.4 s never lets one read wait the 1 s timeout; the request as a whole has
+    that second, whether the headers or the body trickle."""
+    host = f"127.0.0.1:{server.server_port}"
+    opening = f"POST /api/light/new HTTP/1.1\r\nHost: {host}\r\n".encode()
+    if phase == "body":
+        opening += b"Content-Length: 60000\r\n\r\n{\"room\": \""
+    sock = raw_socket(server)
+    try:
+        seconds = trickle_until_dropped(sock, opening, b"X-Slow: a\r\n" if phase == "headers" else b"a",
+                                        gap=0.4 * SERVER_TIMEOUT, limit=6 * SERVER_TIMEOUT)
+    finally:
+        sock.close()
+    assert seconds < SERVER_TIMEOUT + 1.0
+    assert call(server, "/api/light/new", b"{}")[0] == 200  # and the server goes on serving
 
 
 def deep(levels: int, opener: str = "[", closer: str = "]") -> bytes:

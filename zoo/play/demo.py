@@ -8,8 +8,9 @@ back inline as data URLs. The games are the terminal's own (:class:`LightGame`,
 and all. Only on 127.0.0.1 unless ``--host`` says otherwise.
 
 Nothing a client sends can stall or crash it: every connection has its own thread (daemon, so
-stopping never waits on one) and a socket timeout, so an idle or slow client drops only
-itself; a burst of connections waits in a deep listen queue instead of being reset; the games
+stopping never waits on one) and a deadline, so an idle or slow client drops only itself: the
+whole request (request line, headers, body) must arrive within :data:`REQUEST_TIMEOUT`, however
+it trickles, and each write waits at most as long; a burst of connections waits in a deep listen queue instead of being reset; the games
 run one call at a time under one lock (the models are not shared across threads), waited for
 boundedly; a request whose Host or Origin is not this server is refused (403), so another web
 page cannot drive it, nor reach it through DNS rebinding; and a body that is too big, not JSON,
@@ -31,6 +32,7 @@ import socket
 import sys
 import tempfile
 import threading
+import time
 from collections import OrderedDict
 from http import HTTPStatus
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -41,7 +43,8 @@ MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 16
 """Deepest nesting of arrays and objects a body may have (the calls need 1)."""
 REQUEST_TIMEOUT = 10.0
-"""Seconds a client may leave the server waiting for a byte (request line, headers, body)."""
+"""Seconds a client has to send its whole request (request line, headers, body), counted from
+when the server starts reading it, not per byte; also the longest a reply's write waits."""
 GAME_WAIT = 60.0
 """Seconds a request waits for the games while another call holds them, before a 503."""
 LISTEN_BACKLOG = 64
@@ -230,6 +233,29 @@ def page() -> bytes:
     return resources.files("zoo.play").joinpath("demo.html").read_bytes()
 
 
+class _DeadlineReader(io.RawIOBase):
+    """A connection's incoming bytes, each read waiting only for what is left of the request's
+    deadline (``handler.read_deadline``): a socket timeout alone restarts with every byte, so a
+    client sending one byte just inside it would hold its thread for ever."""
+
+    def __init__(self, handler: BaseHTTPRequestHandler) -> None:
+        self.handler = handler
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer) -> int:
+        left = self.handler.read_deadline - time.monotonic()
+        if left <= 0:
+            raise TimeoutError("the request did not arrive in time")
+        connection = self.handler.connection
+        connection.settimeout(left)
+        try:
+            return connection.recv_into(buffer)
+        finally:
+            connection.settimeout(self.handler.timeout)  # writes keep their own limit
+
+
 class _Busy(Exception):
     """The games stayed busy for :data:`GAME_WAIT` seconds."""
 
@@ -237,7 +263,17 @@ class _Busy(Exception):
 def handler_for(demo: Demo) -> type[BaseHTTPRequestHandler]:
     class Handler(BaseHTTPRequestHandler):
         server_version = "zoo-demo"
-        timeout = REQUEST_TIMEOUT  # applied to the socket: each read and write waits at most this
+        timeout = REQUEST_TIMEOUT  # the whole request's deadline; each write waits at most this
+        read_deadline = math.inf
+
+        def setup(self) -> None:
+            super().setup()
+            self.rfile.close()  # the socket's own reader: reads go through the deadline instead
+            self.rfile = io.BufferedReader(_DeadlineReader(self))
+
+        def handle_one_request(self) -> None:
+            self.read_deadline = time.monotonic() + (self.timeout if self.timeout is not None else math.inf)
+            super().handle_one_request()
 
         def log_message(self, format, *args):  # quiet: the terminal shows the URL, not every request
             pass
