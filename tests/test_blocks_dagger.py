@@ -153,3 +153,15 @@ def test_a_stop_weight_counts_each_stop_label_that_many_times():
                          losses.supervised_loss(block, direction, labels))
     with pytest.raises(ValueError, match="stop_weight"):
         BlocksDagger(["<pad>", "<unk>"], stop_weight=0.0, **TINY_POLICY)
+
+
+def test_the_replay_takes_the_memory_its_estimate_says(examples, learner):
+    """The recipe schema bounds loop.replay_size by ExpertReplay.bytes_per_decision: that is
+    what each slot allocates (one-token instructions here; longer ones widen every row)."""
+    rollout = ExpertLoop(examples, seed=2).collect(learner, examples)
+    rollout["tokens"], rollout["lengths"] = rollout["tokens"][:, :1], torch.ones_like(rollout["lengths"])
+    replay = ExpertReplay(capacity=50)
+    replay.add(rollout)
+    stored = (replay.frames, replay.frame_sums, replay.steps, replay.previous, replay.labels, replay.lengths,
+              replay.tokens)
+    assert sum(tensor.nbytes for tensor in stored) == 50 * ExpertReplay.bytes_per_decision()

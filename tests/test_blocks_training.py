@@ -231,3 +231,20 @@ def test_replay_memory_keeps_the_newest_rows_of_an_oversized_batch():
     assert torch.equal(memory.store["actions"], memory.store["tokens"][:, 0])  # fields stay aligned
     memory.add(rows(200, 1))  # the oldest of them goes next
     assert sorted(memory.store["actions"].tolist()) == [107, 108, 109, 200]
+
+
+def test_replay_memory_takes_the_memory_its_estimate_says():
+    """The recipe schema bounds loop.replay_size by ReplayMemory.bytes_per_transition: what each
+    row of the store allocates, for the transitions DQNLoop collects (one-token instructions)."""
+    from zoo.blocks.history import HISTORY
+    from zoo.blocks.render import IMAGE_SIZE
+    from zoo.callbacks.dqn_loop import ReplayMemory
+
+    count, stack = 3, (3 * (HISTORY + 1), IMAGE_SIZE, IMAGE_SIZE)
+    memory = ReplayMemory(capacity=10)
+    memory.add({"actions": torch.zeros(count, dtype=torch.long), "previous": torch.zeros(count, dtype=torch.long),
+                "rewards": torch.zeros(count, dtype=torch.float64), "done": torch.zeros(count, dtype=torch.bool),
+                "stacks": torch.zeros(count, *stack, dtype=torch.uint8),
+                "next_stacks": torch.zeros(count, *stack, dtype=torch.uint8),
+                "tokens": torch.zeros(count, 1, dtype=torch.long), "lengths": torch.ones(count, dtype=torch.long)})
+    assert sum(tensor.nbytes for tensor in memory.store.values()) == 10 * ReplayMemory.bytes_per_transition()

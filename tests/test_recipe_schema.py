@@ -4,6 +4,7 @@ line naming the key, what it must be and what it was (zoo/recipe_schema.py)."""
 from __future__ import annotations
 
 import inspect
+from typing import Annotated
 from pathlib import Path
 
 import pytest
@@ -85,7 +86,7 @@ def test_zero_epochs_and_automatic_devices_are_accepted(recipe):
     (light("light_cross"), "model.options.max_candidate_tokens=256", "must be less than model.options.max_context_tokens"),
     (light("light_starspace"), "model.options.dim=100000000", "'model.options.dim' must be an integer between 1 and 4096"),
     (light("light_memnet"), "model.options.vocab_size=0", "'model.options.vocab_size' must be an integer between 1 and 262144"),
-    (light(), "model.options.learning_rate=-1", "'model.options.learning_rate' must be a number > 0, got -1"),
+    (light(), "model.options.learning_rate=-1", "'model.options.learning_rate' must be a number > 0 and <= 10, got -1"),
     (light(), "model.options.pooling=max", "'model.options.pooling' must be one of 'cls', 'mean', got 'max'"),
     (light(), "data.limit={train: 0}", "config key 'data.limit' must be an integer >= 1, a mapping of train, valid"),
     (light(), "data.features=everything", "config key 'data.features' must be one of 'parlai_default'"),
@@ -203,3 +204,102 @@ def test_the_recipe_script_prints_the_one_line_and_fails(tmp_path):
     assert completed.returncode == 1
     assert completed.stderr.strip() == "config key 'model.options.hidden_dim' must be an integer between 1 and 4096, got 0"
     assert not (tmp_path / "run").exists()  # refused before any work
+
+
+SPO = recipe_files("blocks-spo")
+
+
+@pytest.mark.parametrize("recipe, override, message", [
+    (SPO, "model.options.learning_rate=1e300", "config key 'model.options.learning_rate' must be a number > 0 and <= 10"),
+    (SPO, "model.options.failure_penalty=1e308",
+     "config key 'model.options.failure_penalty' must be a number between -1000 and 1000, got 1e+308"),
+    (DAGGER, "model.options.learning_rate=1e300", "'model.options.learning_rate' must be a number > 0 and <= 10"),
+    (BANDIT, "start.warmup_learning_rate=100", "'start.warmup_learning_rate' must be a number > 0 and <= 10, got 100"),
+    (DQN, "model.options.failure_penalty=-1e5", "'model.options.failure_penalty' must be a number between -1000"),
+    (BANDIT, "model.options.entropy_coefficient=1e300", "'model.options.entropy_coefficient' must be a number between 0"),
+    (light(), "model.options.weight_decay=1e10", "'model.options.weight_decay' must be a number between 0 and 1,"),
+    (light("light_starspace"), "model.options.margin=1e300", "'model.options.margin' must be a number between 0"),
+    (light("light_generative"), "model.options.length_penalty=1e300", "'model.options.length_penalty' must be a number"),
+])
+def test_learning_rates_and_penalties_beyond_their_sane_range_are_refused(recipe, override, message):
+    assert message in refusal(recipe, override)
+
+
+def _schema_fields():
+    """(section, field name, FieldInfo) of every section the recipes are checked against."""
+    sections = {cls for cls in vars(recipe_schema).values()
+                if isinstance(cls, type) and issubclass(cls, recipe_schema.Section)}
+    return [(cls, name, field) for cls in sections for name, field in cls.model_fields.items()]
+
+
+RATE_OR_PENALTY = r"(^|_)(learning_rate|penalty|coefficient|weight|weight_decay|margin|scale)$"
+
+
+def test_every_learning_rate_and_penalty_like_option_is_bounded_both_ways():
+    """Finite is not enough (1e300 overflows float32 at the first step): every option named like
+    a learning rate, reward, penalty or loss weight, in every section, has a range."""
+    import math
+    import re
+
+    from pydantic import TypeAdapter, ValidationError
+
+    found = [(cls, name, field) for cls, name, field in _schema_fields() if re.search(RATE_OR_PENALTY, name)]
+    assert {name for _, name, _ in found} >= {"learning_rate", "warmup_learning_rate", "failure_penalty",
+                                              "entropy_coefficient", "stop_weight", "weight_decay", "margin",
+                                              "score_scale", "length_penalty"}
+    for cls, name, field in found:
+        adapter = TypeAdapter(Annotated[(field.annotation, *field.metadata)])
+        for value in (1e300, -1e300, math.inf, math.nan):
+            with pytest.raises(ValidationError):
+                adapter.validate_python(value, strict=True)
+        if not field.is_required():
+            adapter.validate_python(field.default, strict=True)
+
+
+def test_num_nodes_needs_a_multi_node_launcher(monkeypatch):
+    for name in ("MASTER_ADDR", "NODE_RANK", "WORLD_SIZE", "TORCHELASTIC_RUN_ID", "SLURM_NTASKS", "LSB_JOBID"):
+        monkeypatch.delenv(name, raising=False)
+    assert refusal(light(), "trainer.num_nodes=1000") == (
+        "config key 'trainer.num_nodes' must be 1 for a run started on one machine, got 1000: start a multi-node run "
+        "on every node at once (srun under SLURM, torchrun --nnodes 1000, or with MASTER_ADDR, MASTER_PORT, NODE_RANK "
+        "and WORLD_SIZE set on each node)")
+    monkeypatch.setenv("TORCHELASTIC_RUN_ID", "job-1")  # torchrun: Lightning's TorchElasticEnvironment
+    assert load_config(light(), ["trainer.num_nodes=2"]).trainer.num_nodes == 2
+    monkeypatch.delenv("TORCHELASTIC_RUN_ID")
+    for name, value in (("MASTER_ADDR", "10.0.0.1"), ("NODE_RANK", "1"), ("WORLD_SIZE", "4")):  # started by hand
+        monkeypatch.setenv(name, value)
+    assert load_config(BLOCKS, ["trainer.num_nodes=2"]).trainer.num_nodes == 2
+
+
+def test_an_accelerator_this_machine_lacks_is_refused_naming_those_it_has():
+    from lightning.pytorch.accelerators import AcceleratorRegistry
+
+    from zoo.machine import available_accelerators
+
+    available = available_accelerators()
+    assert {"auto", "cpu"} <= set(available)
+    for name in AcceleratorRegistry.available_accelerators():
+        assert (name in available) == AcceleratorRegistry[name]["accelerator"].is_available()
+    if "tpu" in available:
+        pytest.skip("this machine has a TPU")
+    assert refusal(light(), "trainer.accelerator=tpu") == (
+        f"config key 'trainer.accelerator' must be one this machine has ({', '.join(map(repr, available))}), got 'tpu'")
+
+
+@pytest.mark.parametrize("recipe, override, message", [
+    (DAGGER, "loop.replay_size=1000000000000",
+     "config key 'loop.replay_size' must be at most 23,118 on this machine (about 43.3 kB per decision, 1 GB of "
+     "memory available), got 1000000000000 (about 43.3 PB)"),
+    (DAGGER, "loop.batch_size=1000000000",
+     "config key 'loop.batch_size' must be at most 771 on this machine (about 1.3 MB per sampled decision, 1 GB of "
+     "memory available), got 1000000000 (about 1.3 PB)"),
+    (DQN, "loop.replay_size=100000", "config key 'loop.replay_size' must be at most 2,314 on this machine (about "
+                                     "432 kB per transition, 1 GB of memory available), got 100000 (about 43.2 GB)"),
+])
+def test_replays_and_batches_larger_than_the_memory_are_refused_with_the_estimate(recipe, override, message, monkeypatch):
+    from zoo import machine
+
+    monkeypatch.setattr(machine, "available_memory", lambda: 10**9)
+    assert refusal(recipe, override) == message
+    load_config(recipe, [])  # the recipe's own sizes fit in 1 GB
+    load_config(DQN, ["loop.replay_size=100", "loop.batch_size=1000000000"])  # a draw takes at most the 100 stored

@@ -45,6 +45,26 @@ TOKENS_MAX = 8192
 SEED_MAX = 2**32 - 1
 """``lightning.seed_everything`` (numpy's generator) takes seeds 0..2**32-1."""
 
+# ----------------------------------------------------------------- rates, penalties, weights
+# Finite is not enough: 1e300 is a finite float64 but overflows float32 (at most 3.4e38), where
+# training computes, into inf weights and nan losses ("probability tensor contains inf/nan" at
+# the next sample). Each bound is far above any value a recipe or paper uses, far below overflow.
+LEARNING_RATE_MAX = 10
+"""Learning rates lie in (0, 10]. Adam moves each weight by about the learning rate at every
+step, whatever the gradient's size, so a rate far above 1 throws weights initialised near 0.1
+out of any useful range at the first step. The recipes use 1e-4 to 1e-3; 10 leaves room for
+experiments with plain SGD."""
+WEIGHT_MAX = 1000
+"""Rewards and penalties lie in [-1000, 1000]; loss weights, coefficients, margins and scales in
+[0, 1000]. Each multiplies a term of a loss measured in rewards of about 1 (a failed episode's
+-1) or cross-entropies of a few nats: past 1000 that term drowns every other one."""
+WEIGHT_DECAY_MAX = 1
+"""AdamW shrinks each weight by learning_rate x weight_decay at every step (the recipes: 0.01);
+at 1 a learning rate of 1 already zeroes every weight at each step."""
+LENGTH_PENALTY_MAX = 10
+"""The beam search divides a hypothesis's log-likelihood by length**length_penalty (the recipe's
+0.65; 1 is the mean per token): an exponent, for which 10 already makes length decide alone."""
+
 Width = Annotated[int, Field(ge=1, le=WIDTH_MAX)]
 FfnWidth = Annotated[int, Field(ge=1, le=FFN_MAX)]
 Layers = Annotated[int, Field(ge=1, le=LAYERS_MAX)]
@@ -56,9 +76,15 @@ Count = Annotated[int, Field(ge=1)]
 CountOrZero = Annotated[int, Field(ge=0)]
 Seed = Annotated[int, Field(ge=0, le=SEED_MAX)]
 Rate = Annotated[float, Field(gt=0)]
+LearningRate = Annotated[float, Field(gt=0, le=LEARNING_RATE_MAX)]
+Penalty = Annotated[float, Field(ge=-WEIGHT_MAX, le=WEIGHT_MAX)]
+"""A reward or penalty: either sign (``failure_penalty``)."""
+Weight = Annotated[float, Field(ge=0, le=WEIGHT_MAX)]
+"""A loss weight, coefficient, margin or scale."""
+WeightDecay = Annotated[float, Field(ge=0, le=WEIGHT_DECAY_MAX)]
+LengthPenalty = Annotated[float, Field(ge=-LENGTH_PENALTY_MAX, le=LENGTH_PENALTY_MAX)]
 NonNegative = Annotated[float, Field(ge=0)]
 Fraction = Annotated[float, Field(ge=0, le=1)]
-Number = float
 
 
 class Section(BaseModel):
@@ -121,7 +147,9 @@ def machine_devices(accelerator: str) -> tuple[str, int] | None:
     GPU), which Lightning then checks itself."""
     import torch
 
-    if any(name in os.environ for name in ("SLURM_NTASKS", "TORCHELASTIC_RUN_ID")):
+    from zoo.machine import cluster_environment
+
+    if cluster_environment() is not None:
         return None
 
     gpus = torch.cuda.device_count()
@@ -174,6 +202,33 @@ class Trainer(OpenSection):
     detect_anomaly: bool = False
     sync_batchnorm: bool = False
     reload_dataloaders_every_n_epochs: CountOrZero = 0
+
+    @field_validator("accelerator")
+    @classmethod
+    def _accelerator_on_this_machine(cls, accelerator):
+        """An accelerator this machine lacks fails deep inside Lightning (``tpu`` without
+        torch_xla: ModuleNotFoundError), after the run directory is made."""
+        from zoo.machine import available_accelerators
+
+        available = available_accelerators()
+        if accelerator not in available:
+            raise RecipeConfigError(f"config key 'trainer.accelerator' must be one this machine has "
+                                    f"({', '.join(map(repr, available))}), got {accelerator!r}")
+        return accelerator
+
+    @field_validator("num_nodes")
+    @classmethod
+    def _nodes_launched(cls, num_nodes):
+        """Several nodes need a launcher that starts this command on each of them; started by
+        hand on one machine, DDP waits for the other nodes' processes, which never come."""
+        from zoo.machine import multi_node_launch
+
+        if num_nodes > 1 and multi_node_launch() is None:
+            raise RecipeConfigError(
+                f"config key 'trainer.num_nodes' must be 1 for a run started on one machine, got {num_nodes}: start "
+                f"a multi-node run on every node at once (srun under SLURM, torchrun --nnodes {num_nodes}, or with "
+                f"MASTER_ADDR, MASTER_PORT, NODE_RANK and WORLD_SIZE set on each node)")
+        return num_nodes
 
     @field_validator("devices")
     @classmethod
@@ -245,8 +300,8 @@ class EncoderOptions(OpenSection):
     max_context_tokens: Tokens = 256
     max_candidate_tokens: Tokens = 32
     max_grounding_tokens: Tokens = 128
-    learning_rate: Rate = 5e-5
-    weight_decay: NonNegative = 0.01
+    learning_rate: LearningRate = 5e-5
+    weight_decay: WeightDecay = 0.01
     encode_batch_size: Count = 128
     allow_download: bool = False
 
@@ -258,7 +313,7 @@ class BiRankerOptions(EncoderOptions):
     cache_candidates: bool = True
     own_negatives: bool = True
     pooling: Literal["cls", "mean"] = "cls"
-    score_scale: Rate = 20.0
+    score_scale: Annotated[float, Field(gt=0, le=WEIGHT_MAX)] = 20.0
 
 
 class CrossRankerOptions(EncoderOptions):
@@ -286,12 +341,12 @@ class GenerativeOptions(OpenSection):
     max_context_tokens: Tokens = 256
     max_grounding_tokens: Tokens = 128
     max_target_tokens: Tokens = 32
-    learning_rate: Rate = 5e-4
-    weight_decay: NonNegative = 0.01
+    learning_rate: LearningRate = 5e-4
+    weight_decay: WeightDecay = 0.01
     beam_size: Annotated[int, Field(ge=1, le=HEADS_MAX)] = 5
     min_length: Annotated[int, Field(ge=0, le=TOKENS_MAX)] = 1
     no_repeat_ngram_size: Annotated[int, Field(ge=0, le=TOKENS_MAX)] = 0
-    length_penalty: Number = 0.65
+    length_penalty: LengthPenalty = 0.65
     max_new_tokens: Tokens = 32
     validation_generations: CountOrZero = 64
     allow_download: bool = False
@@ -318,8 +373,8 @@ class MemNetOptions(OpenSection):
     max_memories: Annotated[int, Field(ge=1, le=1024)] = 16
     vocab_min_count: Count = 2
     vocab_size: Vocabulary = 30_000
-    learning_rate: Rate = 1e-3
-    weight_decay: NonNegative = 0.01
+    learning_rate: LearningRate = 1e-3
+    weight_decay: WeightDecay = 0.01
     warmup_steps: CountOrZero = 200
     in_batch_negatives: bool = True
 
@@ -341,10 +396,10 @@ class StarSpaceOptions(OpenSection):
     dim: Width = 128
     pooling: Literal["mean", "sqrt"] = "mean"
     similarity: Literal["cosine", "dot"] = "cosine"
-    margin: NonNegative = 0.5
+    margin: Weight = 0.5
     num_negatives: CountOrZero = 0  # 0: every candidate
-    learning_rate: Rate = 1e-3
-    weight_decay: NonNegative = 0.0
+    learning_rate: LearningRate = 1e-3
+    weight_decay: WeightDecay = 0.0
     min_count: Count = 2
     max_vocab: Vocabulary = 50_000
     idf_weighting: bool = True
@@ -414,7 +469,7 @@ class BlocksNetworkOptions(OpenSection):
     hidden_dim: Width = 120
     use_previous_action: bool = True
     init: Literal["original", "glorot"] = "glorot"
-    learning_rate: Rate = 1e-3
+    learning_rate: LearningRate = 1e-3
 
 
 Reward = Literal["problem", "f1", "f2", "shaped", "distance"]
@@ -423,9 +478,9 @@ Reward = Literal["problem", "f1", "f2", "shaped", "distance"]
 class BanditOptions(BlocksNetworkOptions):
     """``BlocksBandit`` and ``BlocksReinforce``: the objective's settings beside the sizes."""
 
-    entropy_coefficient: NonNegative = 0.1
+    entropy_coefficient: Weight = 0.1
     reward: Reward = "shaped"
-    failure_penalty: Number = -1.0
+    failure_penalty: Penalty = -1.0
     episodes_per_update: Annotated[int, Field(ge=1, le=4096)] = 1
     update_weighting: Literal["steps", "episodes"] = "steps"
     reward_baseline: Literal["none", "mean"] = "none"
@@ -437,7 +492,7 @@ class BanditOptions(BlocksNetworkOptions):
 class DQNOptions(BlocksNetworkOptions):
     discount: Fraction = 0.9
     reward: Reward = "shaped"
-    failure_penalty: Number = -1.0
+    failure_penalty: Penalty = -1.0
 
 
 class DaggerOptions(BlocksNetworkOptions):
@@ -446,7 +501,7 @@ class DaggerOptions(BlocksNetworkOptions):
     beta_start: Fraction = 1.0
     beta_decay: Annotated[float, Field(gt=0, le=1)] = 0.99
     beta_end: Fraction = 0.0
-    stop_weight: Annotated[float, Field(gt=0, le=1000)] = 1.0
+    stop_weight: Annotated[float, Field(gt=0, le=WEIGHT_MAX)] = 1.0
 
     @model_validator(mode="after")
     def _beta_falls(self):
@@ -459,14 +514,14 @@ class DaggerOptions(BlocksNetworkOptions):
 class SpoOptions(BanditOptions):
     """``BlocksSpo``: the bandit's reward settings, PPO's clip and passes, the moving baseline."""
 
-    learning_rate: Rate = 1e-4
-    entropy_coefficient: NonNegative = 0.01
+    learning_rate: LearningRate = 1e-4
+    entropy_coefficient: Weight = 0.01
     loss_form: Literal["original", "joint"] = "joint"
     reward_baseline: Literal["none", "mean"] = "mean"
     clip: Annotated[float, Field(gt=0, lt=1)] = 0.05
     ppo_epochs: Annotated[int, Field(ge=1, le=100)] = 4
     baseline_window: Annotated[int, Field(ge=1, le=100_000)] = 100
-    stop_weight: Annotated[float, Field(gt=0, le=1000)] = 1.0
+    stop_weight: Annotated[float, Field(gt=0, le=WEIGHT_MAX)] = 1.0
 
 
 class WarmStart(Section):
@@ -474,7 +529,7 @@ class WarmStart(Section):
 
     init_from: Optional[str]
     warmup_epochs: CountOrZero
-    warmup_learning_rate: Rate
+    warmup_learning_rate: LearningRate
     reset_direction_head: bool
 
 
@@ -485,7 +540,8 @@ class PolicyStart(Section):
 
 
 class ReplayLoop(Section):
-    """The DQN loop's replay and exploration schedule."""
+    """The DQN loop's replay and exploration schedule; the replay and a minibatch drawn from it
+    must fit in this machine's memory (:func:`fits_in_memory`)."""
 
     replay_size: Count
     batch_size: Count
@@ -493,14 +549,48 @@ class ReplayLoop(Section):
     epsilon_end: Fraction
     epsilon_steps: Count
 
+    @model_validator(mode="after")
+    def _fits_in_memory(self):
+        from zoo.callbacks.dqn_loop import ReplayMemory
+
+        fits_in_memory("loop.replay_size", self.replay_size, ReplayMemory.bytes_per_transition(), "transition")
+        fits_in_memory("loop.batch_size", self.batch_size, ReplayMemory.bytes_per_sampled_transition(),
+                       "sampled transition", stored=self.replay_size)  # a draw takes at most the whole replay
+        return self
+
 
 class ExpertLoopSettings(Section):
-    """The DAgger loop's rollouts and replay."""
+    """The DAgger loop's rollouts and replay; the replay and a minibatch drawn from it must fit in
+    this machine's memory (:func:`fits_in_memory`)."""
 
     policy_actions: Literal["greedy", "sample"]
     replay_size: Count
     batch_size: Count
     updates_per_rollout: Optional[Count]
+
+    @model_validator(mode="after")
+    def _fits_in_memory(self):
+        from zoo.callbacks.expert_loop import ExpertReplay
+
+        fits_in_memory("loop.replay_size", self.replay_size, ExpertReplay.bytes_per_decision(), "decision")
+        fits_in_memory("loop.batch_size", self.batch_size, ExpertReplay.bytes_per_sampled_decision(),
+                       "sampled decision")
+        return self
+
+
+def fits_in_memory(key: str, count: int, item_bytes: int, item: str, stored: int | None = None) -> None:
+    """Refuse ``count`` items of ``item_bytes`` each (at most ``stored`` of them held at once)
+    when they exceed the memory this machine has available now: allocated anyway, they end
+    in a RuntimeError at the first rollout, or in a machine that swaps until it is killed."""
+    from zoo.machine import available_memory, format_bytes
+
+    free = available_memory()
+    held = min(count, stored) if stored is not None else count
+    if free is None or held * item_bytes <= free:
+        return
+    raise RecipeConfigError(f"config key {key!r} must be at most {free // item_bytes:,} on this machine (about "
+                            f"{format_bytes(item_bytes)} per {item}, {format_bytes(free)} of memory available), got "
+                            f"{count} (about {format_bytes(held * item_bytes)})")
 
 
 class Evaluation(Section):

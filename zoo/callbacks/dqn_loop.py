@@ -17,8 +17,9 @@ import lightning as L
 import torch
 
 from zoo.blocks.geometry import NUM_ACTIONS
-from zoo.blocks.history import raw_stacks, standardize_stacks
+from zoo.blocks.history import HISTORY, raw_stacks, standardize_stacks
 from zoo.blocks.records import Example
+from zoo.blocks.render import IMAGE_SIZE
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
 
@@ -33,6 +34,21 @@ class ReplayMemory:
         self.store: dict[str, torch.Tensor] = {}
         self.size = 0
         self.cursor = 0
+
+    @staticmethod
+    def bytes_per_transition(history: int = HISTORY, image_size: int = IMAGE_SIZE) -> int:
+        """Memory one transition takes in the store: its two uint8 stacks (before and after the
+        action) of ``history + 1`` RGB frames, its action, previous action, length and at least
+        one token (int64), its reward (float64) and done flag. The store allocates ``capacity``
+        of them at the first rollout."""
+        return 2 * (history + 1) * 3 * image_size**2 + 4 * 8 + 8 + 1
+
+    @staticmethod
+    def bytes_per_sampled_transition(history: int = HISTORY, image_size: int = IMAGE_SIZE) -> int:
+        """Memory one transition of a sampled minibatch takes at least: its copied uint8 stacks
+        and both standardised to float32 (:func:`zoo.blocks.history.standardize_stacks`), before
+        any activation."""
+        return 2 * (history + 1) * 3 * image_size**2 * (1 + 4)
 
     def add(self, batch: dict[str, torch.Tensor]) -> None:
         """Append transitions, overwriting the oldest. A batch larger than the memory keeps

@@ -24,7 +24,9 @@ import lightning as L
 import torch
 
 from zoo.blocks.expert import BlocksExpert
+from zoo.blocks.history import HISTORY
 from zoo.blocks.records import Example
+from zoo.blocks.render import IMAGE_SIZE
 from zoo.blocks.rollout import EpisodeRunner
 
 POLICY_ACTIONS = ("greedy", "sample")
@@ -54,6 +56,22 @@ class ExpertReplay:
 
     def __len__(self) -> int:
         return min(self.total, self.capacity)
+
+    @staticmethod
+    def bytes_per_decision(image_size: int = IMAGE_SIZE) -> int:
+        """Memory one slot of the replay takes: its uint8 RGB frame, the frame's two pixel sums
+        (float64), its step, previous action, label and length (int64) and at least one token
+        (int64; a longer instruction widens every row). The replay allocates ``capacity`` of
+        them at its first rollout, so this times ``loop.replay_size`` must fit in memory."""
+        return 3 * image_size**2 + 2 * 8 + 4 * 8 + 8
+
+    @staticmethod
+    def bytes_per_sampled_decision(history: int = HISTORY, image_size: int = IMAGE_SIZE) -> int:
+        """Memory one decision of a sampled minibatch takes at least on its way into the network:
+        its stack of ``history + 1`` frames gathered as uint8, reordered as uint8 and converted to
+        float32 (:meth:`zoo.models.blocks.network.ImageEncoder.from_frames`' three buffers), before
+        any activation."""
+        return (history + 1) * 3 * image_size**2 * (1 + 1 + 4)
 
     def add(self, rollout: dict) -> None:
         """Add a rollout's decisions (an :meth:`EpisodeRunner.record` with ``labels``)."""
