@@ -3,14 +3,13 @@ can follow, and embeddings as good as float32's."""
 
 from __future__ import annotations
 
-import os
 
 import pytest
 import torch
 
 from zoo.models import bulk_encoding
 from zoo.models.bulk_encoding import bulk_encoding as encoding_settings
-from zoo.models.bulk_encoding import cpu_has_bf16, idle_cores, machine_cores
+from zoo.models.bulk_encoding import cpu_has_bf16
 from zoo.play.light_partner import load_light_model
 from zoo.play.retrieval_index import UtteranceCorpus
 
@@ -71,44 +70,6 @@ def test_an_explicit_omp_num_threads_is_kept(monkeypatch):
     before = torch.get_num_threads()
     with encoding_settings(torch.device("cpu")):
         assert torch.get_num_threads() == before
-
-
-def test_busy_cores_are_left_out(monkeypatch):
-    cores = machine_cores()
-    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: 1.0)
-    assert idle_cores() == 1
-    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: 0.0)
-    assert idle_cores() == cores
-
-
-def test_without_a_cpu_sample_the_load_average_decides(monkeypatch):
-    cores = machine_cores()
-    monkeypatch.setattr(bulk_encoding, "busy_fraction", lambda: None)
-    monkeypatch.setattr(os, "getloadavg", lambda: (10.0 * cores, 0.0, 0.0))
-    assert idle_cores() == 1
-    monkeypatch.setattr(os, "getloadavg", lambda: (0.0, 0.0, 0.0))
-    assert idle_cores() == cores
-
-
-def test_the_cpu_sample_sees_a_busy_core():
-    """A thread spinning beside the sampler shows as busy time: on any machine it is at least
-    part of one core's share."""
-    import threading
-
-    stop = threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            pass
-
-    worker = threading.Thread(target=spin)
-    worker.start()
-    try:
-        busy = bulk_encoding.busy_fraction(0.3)
-    finally:
-        stop.set()
-        worker.join()
-    assert busy is None or 0.5 / machine_cores() < busy <= 1.0
 
 
 @pytest.mark.slow

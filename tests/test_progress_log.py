@@ -6,6 +6,7 @@ import logging
 from types import SimpleNamespace
 
 from zoo.callbacks.progress_log import ProgressLog
+from zoo.threads import use_threads
 
 
 def fake_trainer(batches: int = 100, epochs: int = 3, epoch: int = 0):
@@ -15,13 +16,15 @@ def fake_trainer(batches: int = 100, epochs: int = 3, epoch: int = 0):
 
 def test_the_plan_and_the_cost_of_the_whole_run_come_first(caplog):
     caplog.set_level(logging.INFO, logger="zoo.progress")
+    use_threads("small")
     callback, trainer, module = ProgressLog(every_n_steps=1000, estimate_after_s=0.0, lines=False), fake_trainer(), object()
     callback.on_train_start(trainer, module)
     callback.on_train_epoch_start(trainer, module)
     for index in range(3):
         callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
     plan, estimate = caplog.messages  # the estimate at the second batch: 98 + 2 × 100 steps left
-    assert plan == "training object: 100 batches per epoch, 3 epoch(s) to go (epoch 0 of 3)"
+    assert plan == ("training object: 100 batches per epoch, 3 epoch(s) to go (epoch 0 of 3), "
+                    "on 1 thread (small operations; threads=N to change)")
     assert "the 298 training steps left take about" in estimate and "rerun the same command to resume" in estimate
 
 
@@ -71,7 +74,7 @@ def test_the_estimate_counts_the_steps_trainer_max_steps_leaves_not_the_epochs(c
         trainer.global_step += 1  # Lightning calls on_train_batch_end after the optimizer step
         callback.on_train_batch_end(trainer, module, None, {"action": [0] * 8}, index)
     plan, estimate = caplog.messages
-    assert plan.endswith("20 epoch(s) to go, or until step 20 (trainer.max_steps; 20 to go) (epoch 0 of 20)")
+    assert "20 epoch(s) to go, or until step 20 (trainer.max_steps; 20 to go) (epoch 0 of 20), on " in plan
     assert "the 18 training steps left take about" in estimate
 
 

@@ -157,13 +157,15 @@ def _check_type(key: str, default_node, given_node, numbers_interchangeable: boo
         raise SystemExit(f"config key {key!r} expects {names.get(expected, expected.__name__)}, got {value!r}")
 
 
-def start_run(config: DictConfig) -> "RunDirectory":
-    """What every run does first: thread count, seeds, and the run directory taken for this
+def start_run(config: DictConfig, work: str = "large") -> "RunDirectory":
+    """What every run does first: thread count (``threads``, else chosen for ``work``:
+    :mod:`zoo.threads`), seeds, and the run directory taken for this
     run (:class:`zoo.run_directory.RunDirectory`: its config.yaml checked or written, its lock
     held by rank 0 until ``close()``). A directory that cannot hold this run is refused in one
     line before anything is written."""
-    import torch
     from lightning.pytorch.utilities import rank_zero_only
+
+    from zoo.threads import use_threads
 
     from zoo.run_directory import RunDirectory, RunDirectoryError
 
@@ -171,8 +173,7 @@ def start_run(config: DictConfig) -> "RunDirectory":
         run = RunDirectory.open(config, rank=rank_zero_only.rank)
     except RunDirectoryError as error:
         raise SystemExit(str(error)) from None
-    if config.get("threads"):
-        torch.set_num_threads(config.threads)
+    use_threads(work, config.get("threads"))
     L.seed_everything(config.seed, workers=True)
     return run
 
@@ -249,7 +250,10 @@ def load_run_checkpoint(path: str | os.PathLike, run_dir: str | os.PathLike) -> 
 
 def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
-    checkpoint from a different configuration is refused in one line, not a size-mismatch traceback."""
+    checkpoint from a different configuration is refused in one line, not a size-mismatch
+    traceback; a loss or weight gone inf or nan ends the run in one line, before any export
+    (:class:`zoo.callbacks.finite_training.FiniteTraining`, which :func:`make_trainer` adds)."""
+    from zoo.callbacks.finite_training import NonFiniteTrainingError
     from zoo.callbacks.graceful_stop import GracefulStop
     from zoo.callbacks.run_model_checkpoint import CheckpointStateError
     from zoo.checkpoint_io import CheckpointWriteError
@@ -258,8 +262,8 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     stopped = f"stopped on request; {run_dir}/checkpoints/last.ckpt holds the run, the same command resumes it"
     try:
         trainer.fit(model, datamodule=datamodule, ckpt_path=ckpt, weights_only=True)
-    except (CheckpointWriteError, CheckpointStateError) as error:  # e.g. a full disk, a crafted last.ckpt: one line
-        raise SystemExit(str(error)) from None
+    except (CheckpointWriteError, CheckpointStateError, NonFiniteTrainingError) as error:
+        raise SystemExit(str(error)) from None  # e.g. a full disk, a crafted last.ckpt, a diverged run: one line
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
         if GracefulStop.requested_on(trainer):
             raise SystemExit(stopped) from None  # non-zero: a pipeline of recipes stops here
@@ -274,15 +278,19 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
         raise SystemExit(stopped)
 
 
-def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> L.Trainer:
+def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger, stage: str = "the run") -> L.Trainer:
     """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
     output is not a terminal (background runs), to a progress bar otherwise; no layer table
     unless ``--verbose`` (or ``trainer.enable_model_summary=true``); each validation's metrics
     appended to ``run_dir/metrics.jsonl``; checkpoints written whole or not at all
-    (:class:`zoo.checkpoint_io.AtomicCheckpointIO`)."""
+    (:class:`zoo.checkpoint_io.AtomicCheckpointIO`) and only of finite weights, the fit stopped
+    at the first inf or nan loss (:class:`zoo.callbacks.finite_training.FiniteTraining`); a fit
+    that resumes ``stage`` says where it stopped (:class:`zoo.callbacks.resumed_stage.ResumedStage`)."""
     from zoo.callbacks.epoch_metrics import EpochMetricsFile
     from zoo.callbacks.final_validation import ValidateAtMaxSteps
+    from zoo.callbacks.finite_training import FiniteTraining
     from zoo.callbacks.progress_log import ProgressLog
+    from zoo.callbacks.resumed_stage import ResumedStage
     from zoo.checkpoint_io import AtomicCheckpointIO
 
     from zoo import console
@@ -293,8 +301,10 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger) -> 
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
     terminal = sys.stderr.isatty()
-    callbacks = [*callbacks, ValidateAtMaxSteps(), ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
-                 EpochMetricsFile(run_dir)]  # curves and tables without W&B: run_dir/metrics.jsonl
+    callbacks = [*callbacks, ValidateAtMaxSteps(), ResumedStage(stage),
+                 ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
+                 EpochMetricsFile(run_dir),  # curves and tables without W&B: run_dir/metrics.jsonl
+                 FiniteTraining(run_dir)]
     if not terminal:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)
     options["plugins"] = [*(options.get("plugins") or []), AtomicCheckpointIO()]

@@ -44,8 +44,10 @@ class ProgressLog(L.Callback):
         max_steps = max_steps_of(trainer)
         if max_steps:
             planned += f", or until step {max_steps:,} (trainer.max_steps; {max(max_steps - trainer.global_step, 0):,} to go)"
-        log.info("training %s: %s batches per epoch, %s (epoch %d of %s)", type(pl_module).__name__, per_epoch,
-                 planned, trainer.current_epoch, epochs)
+        from zoo.threads import current_choice
+
+        log.info("training %s: %s batches per epoch, %s (epoch %d of %s), on %s", type(pl_module).__name__,
+                 per_epoch, planned, trainer.current_epoch, epochs, current_choice())
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self._started, self._first = time.perf_counter(), None  # a resumed run starts mid-epoch without this

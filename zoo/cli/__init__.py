@@ -77,6 +77,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     configure_output(args.verbose)
+    if getattr(args, "work", None):
+        from zoo.threads import use_threads
+
+        use_threads(args.work, args.threads)  # the command's summary names the count
     try:
         return int(args.handler(args) or 0)
     except (FileNotFoundError, ValueError, KeyError, DownloadError, TypeError) as error:

@@ -7,6 +7,7 @@ import json
 import sys
 from pathlib import Path
 
+from zoo.cli.arguments import add_threads_argument, positive_int
 from zoo.loading import load_policies, load_policy
 
 
@@ -31,6 +32,7 @@ def add_commands(commands, eval_domains) -> None:
                           help="a second policy (any --model value; several: an ensemble): also report the first's "
                           "mean error minus the second's over the same episodes, with a paired bootstrap interval")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    add_threads_argument(evaluate, "small")
     evaluate.set_defaults(handler=run_eval)
 
     blocks = commands.add_parser("blocks", help="Blocks world tools")
@@ -41,18 +43,8 @@ def add_commands(commands, eval_domains) -> None:
     render.add_argument("--model", default="demonstrations", help="the policy to roll out (as for eval)")
     render.add_argument("--seed", type=int, default=0)
     render.add_argument("--out", type=Path, required=True, help="output .gif or .png (a new file: an existing one is refused)")
+    add_threads_argument(render, "small")
     render.set_defaults(handler=run_render)
-
-
-def positive_int(text: str) -> int:
-    """argparse type: an integer of at least 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"must be at least 1, got {value}")
-    return value
 
 
 def _add_data_arguments(parser: argparse.ArgumentParser) -> None:
@@ -68,6 +60,7 @@ def run_eval(args) -> int:
     from zoo.bootstrap import Bootstrap
     from zoo.metrics import DistanceError
     from zoo.subset import describe_subset, subset_indices, subset_words
+    from zoo.threads import current_choice
 
     if args.first and args.limit is None:
         raise ValueError("--first needs --limit, the number of episodes")
@@ -87,6 +80,7 @@ def run_eval(args) -> int:
     summary = {"model": " + ".join(args.model), "split": args.split, "data": source, **result}
     summary["n"] = int(summary["n"])
     summary["episodes"] = describe_subset(len(examples), len(split.examples), args.seed, args.first)
+    summary["threads"] = current_choice().threads
     versus = ""
     if other is not None:
         other_errors = DistanceError()
@@ -104,7 +98,7 @@ def run_eval(args) -> int:
           f"median {result['min_median']:.3f}; {subset_words(summary['episodes'], 'episodes')} "
           f"({result['stop_rate']:.0%} ended by STOP), "
           f"{result['steps']} steps in "
-          f"{result['seconds']:.1f}s{versus}", file=sys.stderr if args.json else sys.stdout)
+          f"{result['seconds']:.1f}s on {current_choice()}{versus}", file=sys.stderr if args.json else sys.stdout)
     if args.save is not None:
         policy.save_pretrained(args.save)
         print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)

@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from zoo.cli.arguments import add_threads_argument
 from zoo.light.features import FEATURE_SETS
 from zoo.light.records import LightDataError
 from zoo.light.release import SPLITS
@@ -284,6 +285,7 @@ def add_eval_command(eval_subparsers) -> None:
     evaluate.add_argument("--generations", type=int, default=100,
                           help="generative models: examples decoded for unigram F1 (perplexity uses all)")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
+    add_threads_argument(evaluate, "large")
     evaluate.set_defaults(handler=run_eval)
 
 

@@ -8,6 +8,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from zoo.cli.arguments import add_threads_argument, positive_int
 from zoo.loading import load_policies
 
 LIGHT_DESCRIPTION = """\
@@ -61,9 +62,10 @@ def add_commands(commands, eval_domains) -> None:
                         help="LIGHT corpus directories whose distinct training utterances are retrieved (default: "
                              "the LIGHT-sim corpus, generated into the cache once: 74,296 distinct of its 112,921; "
                              "add corpora of other seeds, `zoo light sim --seed 1 --out DIR`, for more)")
-    models.add_argument("--index-limit", type=_positive, default=None,
+    models.add_argument("--index-limit", type=positive_int, default=None,
                         help="retrieve from the first N distinct training utterances only (quick tries, tests)")
     _add_io_arguments(light)
+    add_threads_argument(light, "small")
     light.set_defaults(handler=run_light)
     add_blocks_command(games)
     add_demo_command(commands)
@@ -94,6 +96,7 @@ def add_blocks_command(games) -> None:
     blocks.add_argument("--data-dir", help="directory with the Blocks data (default $ZOO_DATA_DIR/blocks)")
     blocks.add_argument("--seed", type=int, default=0, help="seed of a stochastic policy (random)")
     _add_io_arguments(blocks)
+    add_threads_argument(blocks, "small")
     blocks.set_defaults(handler=run_blocks)
 
 
@@ -103,14 +106,15 @@ def run_blocks(args) -> int:
     from zoo.files import check_replaceable, write_marker
     from zoo.play.blocks_board import BlocksBoard, choose_board
     from zoo.play.blocks_game import BlocksGame
-    from zoo.play.console import LineSource, clean_line
+    from zoo.play.console import LineSource, ShownOutput, clean_line
     from zoo.play.transcript import Transcript
 
     _tolerant_output()
     _check_transcript(args)
     example, label, from_data = choose_board(args.board, args.data_dir)
     out_dir = check_replaceable(Path(args.out), kind="gifs")  # new, empty or zoo's own: never over someone's files
-    lines = LineSource(args.script, "instruction> ", sys.stdout)
+    screen = ShownOutput(sys.stdout)  # the data's instructions and the command line's names, escaped
+    lines = LineSource(args.script, "instruction> ", screen)
     instruction = None
     if args.instruction is not None:
         instruction, note = clean_line(args.instruction)
@@ -123,7 +127,7 @@ def run_blocks(args) -> int:
     write_marker(out_dir, kind="gifs")
     with Transcript(args.transcript, args.append) as transcript:
         game = BlocksGame(BlocksBoard(example, label, from_data, args.data_dir), policy, " + ".join(args.model),
-                          out_dir, sys.stdout, transcript)
+                          out_dir, screen, transcript)
         game.start()
         game.play(lines, instruction)
     return 0
@@ -146,7 +150,7 @@ def add_demo_command(commands) -> None:
     demo.add_argument("--emote-model", default="light-memnet")
     demo.add_argument("--act", choices=("auto", "always", "never"), default="auto")
     demo.add_argument("--corpus", nargs="+", metavar="DIR", help="LIGHT corpora to retrieve from (as zoo play light)")
-    demo.add_argument("--index-limit", type=_positive, default=None)
+    demo.add_argument("--index-limit", type=positive_int, default=None)
     demo.add_argument("--blocks-model", nargs="+", default=["blocks-bandit"], help="the Blocks policy (or ensemble)")
     demo.set_defaults(handler=run_demo)
 
@@ -194,14 +198,10 @@ def _check_transcript(args) -> None:
         check_transcript_path(args.transcript, args.append)
 
 
-def _positive(text: str) -> int:
-    from zoo.cli.blocks import positive_int
-
-    return positive_int(text)
-
-
 def _note(text: str) -> None:
-    print(text, file=sys.stderr, flush=True)
+    from zoo.play.console import shown
+
+    print(shown(text), file=sys.stderr, flush=True)
 
 
 def _tolerant_output() -> None:
@@ -213,7 +213,7 @@ def _tolerant_output() -> None:
 
 def run_light(args) -> int:
     from zoo.light.environment import load_world
-    from zoo.play.console import LineSource
+    from zoo.play.console import LineSource, ShownOutput
     from zoo.play.light_game import LightGame
     from zoo.play.light_partner import load_partner
     from zoo.play.light_room import stage_room
@@ -224,7 +224,8 @@ def run_light(args) -> int:
     _check_transcript(args)
     world = load_world(args.data_dir, args.world)
     room = stage_room(world, args.room, args.me, args.partner, args.seed)
-    lines = LineSource(args.script, "you> ", sys.stdout)
+    screen = ShownOutput(sys.stdout)  # the world's text, the corpus's lines and the command line's names, escaped
+    lines = LineSource(args.script, "you> ", screen)
     with Transcript(args.transcript, args.append) as transcript:
         partner, details = load_partner(args.model, args.action_model, args.emote_model, args.act, args.corpus,
                                         args.index_limit, args.data_dir, progress=True, say=_note)
@@ -233,7 +234,7 @@ def run_light(args) -> int:
             _note(f"Partner ready in {details['load_seconds']:.1f}s: retrieving from {index['utterances']:,} "
                   f"{index['corpus']} training utterances ({'built' if index['built'] else 'loaded'} in "
                   f"{index['seconds']:.1f}s).")
-        game = LightGame(room, partner, sys.stdout, transcript)
+        game = LightGame(room, partner, screen, transcript)
         game.start(details)
         game.play(lines)
     return 0

@@ -10,7 +10,10 @@ constructor), the :class:`BlocksDataModule` in the data mode the objective decla
 (``BlocksPolicy.training_loop``, :mod:`zoo.callbacks.objective_loops`), rollout evaluation
 on tuning and dev, checkpoints and the Trainer, and fits. A recipe with a ``start`` section
 starts the objective from a policy (``start.init_from``) or a supervised warm-up trained here
-(``start.warmup_epochs``). Nothing here names an objective: a new one trains with no line added.
+(``start.warmup_epochs``: the warm-up's length, whatever ``trainer.max_epochs``, ``max_steps`` or
+``max_time`` say, which bound the objective's own training). Nothing here names an objective: a new
+one trains with no line added. A stage that resumes from its checkpoint says where it stopped; a
+loss or weight gone inf or nan stops the run in one line and nothing is exported.
 Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the best policy by
 tuning-set error is exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it
 with ``zoo eval blocks --model <run_dir>/pretrained``).
@@ -27,6 +30,7 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
+from zoo.callbacks.finite_training import exit_unless_finite
 from zoo.callbacks.objective_loops import loop_callbacks
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.callbacks.run_legs import RunLegs
@@ -103,21 +107,27 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
 
 def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
         extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None,
-        changes: Sequence[dict] = (), results: bool = False) -> BlocksPolicy:
+        changes: Sequence[dict] = (), results: bool = False, stage: str | None = None) -> BlocksPolicy:
     """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained,
     its marker keeping ``record`` (the configuration hash it came from). A rerun that trains
     nothing leaves an export of the same configuration as it is. ``changes``: the allowed
     configuration changes this process made, recorded in its leg; ``results``: write
-    ``run_dir/results.json`` (the run's legs and its best epoch's figures)."""
+    ``run_dir/results.json`` (the run's legs and its best epoch's figures). ``max_epochs``: the
+    length of a stage of its own (the warm-up), which then ignores the trainer section's
+    ``max_steps`` and ``max_time`` too: they bound the objective's stage, the one a resumed run
+    may lengthen. ``stage``: what a resumed fit calls itself ("the supervised warm-up stopped at
+    step 3 of 12; continuing it"). Weights that are not finite are never exported."""
     legs = RunLegs(config.data.batch_size, changes)
     callbacks = [*extra_callbacks, TrainClock(), legs, *evaluation_callbacks(config, datamodule, run_dir),
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
     trainer_config = config.trainer.copy()
-    if max_epochs is not None:
-        trainer_config.max_epochs = max_epochs
+    if max_epochs is not None:  # a stage of its own length: the trainer's limits are the objective's
+        trainer_config.max_epochs, trainer_config.max_steps = max_epochs, -1
+        trainer_config.pop("max_time", None)
     if not policy.automatic_optimization:  # the policy clips each of its own steps
         trainer_config.gradient_clip_val = None
-    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
+    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name),
+                           stage=stage or f"the {config.model.name} run")
     fit_resuming(trainer, policy, datamodule, run_dir)
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
     best_epoch = None
@@ -125,6 +135,7 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
         saved = load_run_checkpoint(best, run_dir)
         policy.load_state_dict(saved["state_dict"])
         best_epoch = saved.get("epoch")
+    exit_unless_finite(policy, run_dir / "pretrained")  # on every rank: each holds the same weights
     exported = record is not None and marker_record(run_dir / "pretrained").get("config_sha256") == record["config_sha256"]
     if trainer.is_global_zero and (legs.trained_here or not exported):
         policy.save_pretrained(run_dir / "pretrained", record=record)
@@ -167,9 +178,11 @@ def split_options(options: dict) -> tuple[dict, dict]:
     return network, settings
 
 
-WARMUP_EXCLUDED = ("model.name", "start", "loop", "data.episodes_per_batch", "trainer.max_epochs")
+WARMUP_EXCLUDED = ("model.name", "start", "loop", "data.episodes_per_batch", "trainer.max_epochs", "trainer.max_steps",
+                   "trainer.max_time")
 """What does not determine the supervised warm-up (the objective, its start and loop, the episodes
-it rolls out, the schedule's length); the objective's own settings in ``model.options`` neither."""
+it rolls out, the objective's schedule, which the warm-up ignores); the objective's own settings in
+``model.options`` neither."""
 
 
 def warmup_sha256(config: DictConfig) -> str:
@@ -197,7 +210,16 @@ def initial_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> 
     ``start.reset_direction_head``; with neither, fresh weights (the bandit's "w/o supervised
     init" ablation, DAgger from scratch). A run resuming from its own ``last.ckpt`` takes the
     policy from there, so the start it was initialised from need not exist any more (a fresh
-    clone carries only the run's state, ``tools/carry_runs.py``)."""
+    clone carries only the run's state, ``tools/carry_runs.py``).
+
+    The warm-up is a stage of its own, in ``run_dir/warmup``: it trains ``start.warmup_epochs``
+    whole epochs, whatever the trainer section's ``max_epochs``, ``max_steps`` or ``max_time``
+    (they bound the objective, so ``trainer.max_steps=3`` for a first look still starts it from
+    a whole warm-up, and a resumed run may lengthen the objective without touching the start it
+    had). Its export is made only when those epochs are done; a warm-up stopped before (a
+    signal, a lost machine) is continued from its own ``last.ckpt`` by the rerun, which says so
+    in one line ("the supervised warm-up stopped at step 3 of 12; continuing it") before the
+    objective starts from it."""
     spec, options = model_options(config)
     objective = spec.cls
     start = config.get("start")
@@ -224,7 +246,7 @@ def initial_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> 
         if marker_record(warmup_dir / "pretrained").get("config_sha256") != stage:  # reused only when it is this one
             steps = make_datamodule(config, mode="steps")
             fit(config, warmup_policy(config, steps), steps, warmup_dir, max_epochs=warmup_epochs,
-                record={"config_sha256": stage})
+                record={"config_sha256": stage}, stage="the supervised warm-up")
         policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **settings)
     else:
         return objective(vocabulary, **options)
@@ -255,7 +277,7 @@ def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config or blocks_recipe_files(argv, recipe), argv)
     model_options(config)  # a bad model.name or option stops here, before the run directory is touched
-    run_directory = start_run(config)
+    run_directory = start_run(config, work="small")  # one board at a time: zoo.threads
     try:
         with one_line_write_errors(run_directory.path):
             return _main(config, run_directory, list(extra_callbacks))
