@@ -270,3 +270,13 @@ json_values = st.recursive(
 def test_any_json_body_gets_a_reply_not_a_crash(server, path, body):
     status, reply = call(server, path, json.dumps(body).encode())
     assert status in (200, 400)
+
+
+def test_a_failure_is_noted_on_the_server_terminal_with_control_characters_escaped(capfd):
+    try:
+        raise RuntimeError("no room \x1b]0;title\x07\x1b[2J")
+    except RuntimeError:
+        DemoServer.handle_error(SimpleNamespace(), None, ("127.0.0.1", 5555))
+    err = capfd.readouterr().err
+    assert "\x1b" not in err and "\x07" not in err
+    assert err == "zoo demo: a request from 127.0.0.1 failed: RuntimeError: no room \\x1b]0;title\\x07\\x1b[2J\n"

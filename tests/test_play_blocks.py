@@ -134,3 +134,36 @@ def test_a_folder_zoo_did_not_write_is_never_written_into(tmp_path, capsys):
         main(["play", "blocks", "--board", "procedural", "--model", "stop", "--out", str(mine), "--instruction", "x"])
     assert (mine / "start.png").read_bytes() == b"my own picture"
     assert "refusing" in capsys.readouterr().err
+
+
+HOSTILE = "move the block\x1b]52;c;SGVsbG8=\x07 left\x1b[2J\x1b]0;title\x07 \u202eevil"
+"""An instruction that would write the clipboard (OSC 52), clear the screen and set the window
+title, with a bidi override: text from the data a terminal must show, not obey."""
+
+
+def test_an_instruction_from_the_data_is_shown_with_its_control_characters_escaped(tmp_path, monkeypatch, capsys):
+    from dataclasses import replace
+
+    from zoo.play import blocks_board
+
+    procedural = blocks_board.choose_board
+
+    def board_with_hostile_instruction(spec, data_dir=None):
+        example, label, from_data = procedural(spec, data_dir)
+        return replace(example, instruction=HOSTILE), label, from_data
+
+    monkeypatch.setattr(blocks_board, "choose_board", board_with_hostile_instruction)
+    play(tmp_path, monkeypatch, "--board", "procedural", "--model", "stop", script="/hint\nstay put\n")
+
+    screen = capsys.readouterr().out
+    assert "\x1b" not in screen and "\x07" not in screen and "\u202e" not in screen
+    shown = "move the block\\x1b]52;c;SGVsbG8=\\x07 left\\x1b[2J\\x1b]0;title\\x07 \\u202eevil"
+    assert screen.count(f"The board's own instruction: {shown}\n") == 2  # at the start and for /hint
+
+
+def test_an_output_folder_named_with_escapes_is_shown_escaped(tmp_path, monkeypatch, capsys):
+    out = tmp_path / "pictures\x1b[2J"
+    assert main(["play", "blocks", "--board", "procedural", "--model", "stop", "--out", str(out),
+                 "--instruction", "stay put"]) == 0
+    screen = capsys.readouterr().out
+    assert "\x1b" not in screen and "pictures\\x1b[2J/start.png" in screen

@@ -167,3 +167,34 @@ def test_a_registered_model_without_weights_is_named_as_such(no_light_data, caps
     with pytest.raises(SystemExit):
         main(["play", "light", "--world", "authored", "--model", "light-fasttext", "--script", __file__])
     assert "light-fasttext is a registered model without released weights" in capsys.readouterr().err
+
+
+def test_room_text_names_and_the_partners_lines_are_shown_with_control_characters_escaped(
+        tmp_path, no_light_data, monkeypatch, capsys):
+    """What the world data, the corpus and the command line put on screen is escaped: an ESC
+    or BEL there (title, clear screen, clipboard) is shown as text, never sent to the terminal."""
+    from dataclasses import replace
+    from types import SimpleNamespace
+
+    from zoo.light import environment
+    from zoo.play import light_partner
+
+    world = authored_world()
+    room_id = next(key for key, room in world.rooms.items() if room.name == "Village graveyard")
+    world.rooms[room_id] = replace(world.rooms[room_id], description="Graves\x1b]0;title\x07 and \x1b[2J mist.")
+    turn = SimpleNamespace(say="Peace\x1b]52;c;SGVsbG8=\x07 be with you.", action=None, why="", changes=[],
+                           emote=SimpleNamespace(ok=False, command=None), seconds={"say": 0, "act": 0, "emote": 0})
+    partner = SimpleNamespace(take_turn=lambda room: turn)
+    monkeypatch.setattr(environment, "load_world", lambda data_dir, source: world)
+    monkeypatch.setattr(light_partner, "load_partner",
+                        lambda *args, **kwargs: (partner, {"partner_model": "my\x1b[2Jmodel"}))
+    script = tmp_path / "script.txt"
+    script.write_text("Good evening.\n/look\n/quit\n")
+
+    assert main(["play", "light", *GAME, "--script", str(script)]) == 0
+
+    screen = capsys.readouterr().out
+    assert "\x1b" not in screen and "\x07" not in screen
+    assert "Graves\\x1b]0;title\\x07 and \\x1b[2J mist." in screen
+    assert 'priest: "Peace\\x1b]52;c;SGVsbG8=\\x07 be with you."' in screen
+    assert "played by my\\x1b[2Jmodel" in screen

@@ -14,7 +14,7 @@ import torch
 from zoo.cli import main
 from zoo.light.environment import authored_world
 from zoo.models.candidate_cache import RetrievalIndex
-from zoo.play.console import LineSource
+from zoo.play.console import LineSource, shown
 from zoo.play.light_partner import RETRIEVED, Partner, name_pattern
 from zoo.play.light_room import a_or_an, stage_room
 
@@ -118,3 +118,9 @@ def test_zoo_play_light_reads_its_script_from_standard_input(tmp_path, monkeypat
     records = [json.loads(line) for line in transcript.read_text(encoding="utf-8").splitlines()]
     assert [r["text"] for r in records if r.get("speaker") == "gravedigger"][:1] == ["Good evening, father."]
     assert "you> Good evening, father." in capsys.readouterr().out
+
+
+def test_text_is_shown_as_written_but_for_what_a_terminal_would_obey():
+    assert shown("Caf\u00e9 \U0001F468\u200d\U0001F469 said:\nhello") == "Caf\u00e9 \U0001F468\u200d\U0001F469 said:\nhello"
+    assert shown("a\x1b]52;c;SGVsbG8=\x07b\rc\x9b2Jd\u202ee\udc80") == (
+        "a\\x1b]52;c;SGVsbG8=\\x07b\\rc\\x9b2Jd\\u202ee\\udc80")

@@ -1,9 +1,15 @@
-"""Lines from a person at a terminal or from a ``--script`` file, made safe to act on.
+"""Lines from a person at a terminal or from a ``--script`` file, made safe to act on, and
+text made safe to show.
 
 Whatever arrives (an empty line, a paste of 10,000 characters, invalid UTF-8, control or
 zero-width characters, right-to-left marks) becomes a tidy line of printable text or an
 empty one; the games never see raw input. Script lines are echoed after the prompt, so a
 scripted game reads on screen like a played one; lines starting with ``#`` are comments.
+
+What the games print comes from the data (a room, a Blocks instruction, a corpus line) and
+from the command line (a model's name, a folder); :class:`ShownOutput` writes it with every
+control character escaped as visible text (``\x1b``), so an escape sequence in the data
+cannot set the window title, clear the screen or write the clipboard.
 """
 
 from __future__ import annotations
@@ -22,6 +28,10 @@ _DROPPED_CATEGORIES = {"Cc", "Cf", "Cs", "Co", "Cn"}
 """Control, format (zero-width, bidi marks), surrogate (undecodable bytes), private-use and
 unassigned code points. The zero-width joiner of emoji sequences is kept."""
 _KEPT = {"\u200d"}
+_ESCAPED_CATEGORIES = {"Cc", "Cf", "Cs"}
+"""What a terminal obeys or shows otherwise than written: controls (ESC opens the sequences that
+set the title, clear the screen or write the clipboard; BEL closes some), format marks (a bidi
+override reorders the line) and undecodable bytes."""
 
 
 def clean_line(text: str, limit: int = MAX_LINE_CHARACTERS) -> tuple[str, str | None]:
@@ -38,6 +48,33 @@ def clean_line(text: str, limit: int = MAX_LINE_CHARACTERS) -> tuple[str, str | 
         line = line[:limit].rstrip()
         notes.append(f"cut to {limit} characters")
     return line, ("; ".join(notes) or None)
+
+
+def shown(text: str) -> str:
+    """``text`` as a terminal should print it: the characters of :data:`_ESCAPED_CATEGORIES`
+    (the newline and the emoji joiner aside) written as their escapes (``\\x1b``, ``\\u202e``),
+    so they are read, not obeyed."""
+    if text.isprintable():
+        return text
+    return "".join(c if c == "\n" or c in _KEPT or unicodedata.category(c) not in _ESCAPED_CATEGORIES
+                   else c.encode("unicode_escape").decode("ascii") for c in text)
+
+
+class ShownOutput:
+    """A text stream writing through :func:`shown` to ``stream``: the games print through one,
+    so whatever text a line is composed of, none of it reaches the terminal raw."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+
+    def write(self, text: str) -> int:
+        return self.stream.write(shown(text))
+
+    def flush(self) -> None:
+        self.stream.flush()
+
+    def __getattr__(self, name: str):
+        return getattr(self.stream, name)
 
 
 def _decoded(stream: BinaryIO) -> Iterator[str]:

@@ -39,6 +39,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 
+from zoo.play.console import shown
+
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 16
 """Deepest nesting of arrays and objects a body may have (the calls need 1)."""
@@ -343,7 +345,7 @@ def handler_for(demo: Demo) -> type[BaseHTTPRequestHandler]:
                 self.close_connection = True  # the client went away mid-reply
             except Exception as error:  # noqa: BLE001 - a game's own failure: one line here and there
                 note = f"{type(error).__name__}: {str(error).splitlines()[0] if str(error) else ''}"
-                print(f"zoo demo: {self.path} failed: {note}", file=sys.stderr, flush=True)
+                print(shown(f"zoo demo: {self.path} failed: {note}"), file=sys.stderr, flush=True)
                 self._json(HTTPStatus.INTERNAL_SERVER_ERROR, {"error": f"the call failed: {note}"})
 
     return Handler
@@ -384,7 +386,7 @@ class DemoServer(ThreadingHTTPServer):
         error = sys.exc_info()[1]
         if isinstance(error, (ConnectionError, TimeoutError)):
             return  # the client went away or went quiet: nothing to report
-        print(f"zoo demo: a request from {client_address[0]} failed: {type(error).__name__}: {error}",
+        print(shown(f"zoo demo: a request from {client_address[0]} failed: {type(error).__name__}: {error}"),
               file=sys.stderr, flush=True)
 
 
