@@ -71,10 +71,13 @@ class Server:
 
 @pytest.fixture(autouse=True)
 def isolated(monkeypatch, tmp_path):
-    """Cache in tmp_path, and never route 127.0.0.1 through a proxy from the environment."""
+    """Cache in tmp_path, never route 127.0.0.1 through a proxy from the environment, and no
+    release host or mirror from it either."""
     monkeypatch.setenv("ZOO_CACHE", str(tmp_path / "cache"))
     for var in ("NO_PROXY", "no_proxy"):
         monkeypatch.setenv(var, "127.0.0.1,localhost")
+    for var in ("ZOO_HUB_URL", "ZOO_CHECKPOINTS"):
+        monkeypatch.delenv(var, raising=False)
 
 
 @pytest.fixture

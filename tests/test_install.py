@@ -132,6 +132,8 @@ def test_hf_entries_download_through_huggingface_hub_pinned_to_a_revision(tmp_pa
         monkeypatch.setenv("HF_ENDPOINT", f"http://127.0.0.1:{server.server_address[1]}")
         monkeypatch.setenv("HF_HUB_DISABLE_XET", "1")
         monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+        for offline in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE"):  # set on many clusters; this hub is local
+            monkeypatch.delenv(offline, raising=False)
         import importlib
 
         import huggingface_hub.constants
@@ -145,4 +147,5 @@ def test_hf_entries_download_through_huggingface_hub_pinned_to_a_revision(tmp_pa
     finally:
         server.shutdown()
         server.server_close()
-        importlib.reload(huggingface_hub.constants)
+        monkeypatch.undo()
+        importlib.reload(huggingface_hub.constants)  # back to what the environment says

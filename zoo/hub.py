@@ -7,8 +7,8 @@ order, in
 1. the verified cache, ``$ZOO_CACHE/checkpoints/<name>/`` (real copies, never links);
 2. local mirrors: ``$ZOO_CHECKPOINTS``, the directory of a manifest given by
    ``$ZOO_MANIFEST``, and a checkout's ``checkpoints/`` when zoo runs from one;
-3. the release host: a relative ``url`` resolves against ``$ZOO_HUB_URL`` (one base URL for
-   all files), an ``http(s)://`` or ``file://`` URL is used as it is, and
+3. the release host: a relative ``url`` resolves against ``$ZOO_HUB_URL`` (one ``http(s)://``
+   base URL for all files), an ``http(s)://`` or ``file://`` URL is used as it is, and
    ``hf://OWNER/REPO@REVISION/PATH`` downloads through ``huggingface_hub`` pinned to that
    revision (``$HF_ENDPOINT`` picks the server).
 
@@ -19,14 +19,30 @@ server must not hang zoo or fill the disk: a read may wait ``$ZOO_DOWNLOAD_TIMEO
 (default 30), a whole file may take ``$ZOO_DOWNLOAD_DEADLINE`` seconds (default 1800; at the
 deadline the connection is shut, even mid-read), and no more than the manifest's size plus one
 byte is ever written (a longer body is cut there and refused). Both settings take a positive,
-finite number of seconds. A partial file never lands under the final name, and staged files of
-failed or killed transfers are removed. Every failure
-names the file, the places tried and where a manual copy can go, because the people who
-most need that are the ones behind a firewall.
+finite number of seconds. The deadline is one clock for everything the transfer does: each
+connect (a TLS handshake included) waits at most what is left of it, and every socket (a proxy's
+tunnel included) is shut when it passes, on every redirect; only a host name lookup is left to
+the system resolver's own timeout. Only ``http`` and ``https`` are opened over
+the network, on every redirect too: a redirect to any other scheme (``ftp://``, ``file://``,
+``data:``) is refused in one line, and ``file://`` URLs and paths in the manifest are read as
+local files. A partial file never lands under the final name, and staged files of failed or
+killed transfers are removed. Every failure names the file, the places tried and where a manual
+copy can go, because the people who most need that are the ones behind a firewall.
+
+Credentials in a URL (``ZOO_HUB_URL=https://user:password@host/zoo``) are sent as HTTP basic
+authentication to that host only, never on to another host a redirect names, and never printed:
+every message shows them as ``user:***@``.
+
+Offline mode: with ``HF_HUB_OFFLINE`` (or ``TRANSFORMERS_OFFLINE``) set, an ``hf://`` file comes
+from zoo's cache or, failing that, from the Hugging Face cache (``$HF_HUB_CACHE``, filled by
+``hf download``) at the pinned revision, verified like any download; when neither holds it, the
+error says offline mode is on and how to go on. zoo then never contacts the Hugging Face hub;
+``$ZOO_HUB_URL`` and ``http(s)://`` entries are not Hugging Face's and are downloaded as usual.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import math
 import os
@@ -35,14 +51,15 @@ import socket
 import threading
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from http.client import HTTPException
 from pathlib import Path
 from typing import Any
 from urllib import request as urlrequest
 from urllib.error import HTTPError, URLError
-from urllib.parse import urlparse
+from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
 
 from zoo.files import STALE_SECONDS, remove_stale
 from zoo.paths import cache_dir
@@ -59,9 +76,12 @@ MAX_SECONDS = 7 * 24 * 3600.0
 """The largest timeout or deadline accepted (a week); beyond it a socket timeout overflows."""
 MANIFEST_FORMAT = 1
 URL_SCHEMES = ("http", "https", "file", "hf")
+NETWORK_SCHEMES = ("http", "https")
+"""The only schemes opened over the network: hub URLs, manifest URLs and every redirect target."""
 
 _SHA256 = re.compile(r"[0-9a-f]{64}")
 _SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
+_USERINFO = re.compile(r"(?<=://)([^/\s@:]*)(:[^/\s]*)?@")
 _CHUNK = 1 << 20
 
 _ENTRY_REQUIRED = ("name", "model_class", "files", "training_data", "metrics", "license")
@@ -73,8 +93,8 @@ class DownloadError(OSError):
     """A file could not be fetched or verified; the message says where a manual copy goes."""
 
     def __init__(self, message: str, url: str | None = None, dest: Path | None = None):
-        super().__init__(message)
-        self.url = url
+        super().__init__(redact_credentials(message))  # every message, whatever URL or reason it quotes
+        self.url = None if url is None else redact_credentials(url)
         self.dest = dest
 
 
@@ -90,6 +110,12 @@ class ChecksumError(DownloadError):
 
 class ManifestError(ValueError):
     """The checkpoint manifest does not follow the schema in checkpoints/README.md."""
+
+
+def redact_credentials(text: str) -> str:
+    """``text`` with the credentials of every URL in it masked: ``user:***@`` for a user and
+    password, ``***@`` for a user (often a token) alone; hub URLs may carry them, messages never do."""
+    return _USERINFO.sub(lambda match: f"{match[1]}:***@" if match[2] else "***@", text)
 
 
 # ---------------------------------------------------------------------------- downloads
@@ -184,6 +210,7 @@ class _Watchdog:
         self._timer.daemon = True
 
     def __enter__(self) -> "_Watchdog":
+        self.end = time.monotonic() + self.seconds  # the clock starts with the transfer itself
         self._timer.start()
         return self
 
@@ -199,8 +226,12 @@ class _Watchdog:
     def remaining(self) -> float:
         return max(self.end - time.monotonic(), 0.001)
 
+    def passed(self) -> bool:
+        """Whether the deadline has come, even if the timer has not fired yet."""
+        return self.expired or time.monotonic() >= self.end
+
     def check(self) -> None:
-        if self.expired or time.monotonic() >= self.end:
+        if self.passed():
             self.expired = True
             raise _DeadlinePassed
 
@@ -218,9 +249,19 @@ def _shut(sock: socket.socket) -> None:
         pass  # already closed
 
 
+class _RedirectRefused(Exception):
+    """A server redirected to a scheme zoo does not open (``ftp://``, ``file://``, ``data:``)."""
+
+    def __init__(self, target: str) -> None:
+        super().__init__(target)
+        self.target = target
+
+
 class _WatchedConnections:
     """Mixed into urllib's HTTP(S) handlers: every connection they open (redirects and proxies
-    included) reports its socket to the transfer's watchdog once connected."""
+    included) connects within what is left of the deadline and keeps that as its socket timeout,
+    which also bounds a whole TLS handshake; its socket is watched from the moment it exists, so
+    a proxy's tunnel reply cannot outlast the deadline either."""
 
     def __init__(self, watchdog: _Watchdog, **kwargs) -> None:
         super().__init__(**kwargs)
@@ -231,16 +272,23 @@ class _WatchedConnections:
 
         def connection(*args, **kw):
             conn = http_class(*args, **kw)
-            connect = conn.connect
-
-            def watched_connect() -> None:
-                connect()
-                watchdog.watch(conn.sock)
-
-            conn.connect = watched_connect
+            conn._create_connection = _watched_connect(conn._create_connection, watchdog)
             return conn
 
         return super().do_open(connection, req, **kwargs)
+
+
+def _watched_connect(create, watchdog: _Watchdog):
+    """http.client's socket factory (``socket.create_connection``), bounded by the deadline."""
+
+    def connect(address, timeout, *args):
+        watchdog.check()
+        left = watchdog.remaining()
+        sock = create(address, min(timeout, left) if isinstance(timeout, (int, float)) else left, *args)
+        watchdog.watch(sock)
+        return sock
+
+    return connect
 
 
 class _WatchedHTTP(_WatchedConnections, urlrequest.HTTPHandler):
@@ -251,8 +299,19 @@ class _WatchedHTTPS(_WatchedConnections, urlrequest.HTTPSHandler):
     pass
 
 
-class _SameHostCredentials(urlrequest.HTTPRedirectHandler):
-    """A redirect to another host (the hub's CDN) does not carry the hub token along."""
+class _HttpRedirects(urlrequest.HTTPRedirectHandler):
+    """Redirects stay on http(s): urllib's own handler follows ``ftp://`` too, to a transfer no
+    watchdog bounds. A redirect to another host (the hub's CDN) does not carry the hub's
+    credentials along."""
+
+    def http_error_302(self, req, fp, code, msg, headers):
+        target = headers.get("location") or headers.get("uri")
+        if target is not None and urlparse(urljoin(req.full_url, target)).scheme.lower() not in NETWORK_SCHEMES:
+            fp.close()
+            raise _RedirectRefused(urljoin(req.full_url, target))
+        return super().http_error_302(req, fp, code, msg, headers)
+
+    http_error_301 = http_error_303 = http_error_307 = http_error_308 = http_error_302
 
     def redirect_request(self, req, fp, code, msg, headers, newurl):
         new = super().redirect_request(req, fp, code, msg, headers, newurl)
@@ -263,23 +322,36 @@ class _SameHostCredentials(urlrequest.HTTPRedirectHandler):
         return new
 
 
+def _opener(watchdog: _Watchdog) -> urlrequest.OpenerDirector:
+    """An opener for http and https only (``build_opener`` adds ftp, file and data handlers a
+    redirect could reach), with proxies from the environment for those two schemes."""
+    proxies = {scheme: proxy for scheme, proxy in urlrequest.getproxies().items() if scheme in NETWORK_SCHEMES}
+    opener = urlrequest.OpenerDirector()
+    for handler in (urlrequest.ProxyHandler(proxies), urlrequest.UnknownHandler(), _WatchedHTTP(watchdog),
+                    _WatchedHTTPS(watchdog), urlrequest.HTTPDefaultErrorHandler(),
+                    _HttpRedirects(), urlrequest.HTTPErrorProcessor()):
+        opener.add_handler(handler)
+    return opener
+
+
 def _transfer(url: str, staging: Path, dest: Path, progress: bool, size: int | None,
               watchdog: _Watchdog, timeout: float) -> None:
     """Stream ``url`` (or, for ``hf://``, the hub's resolve URL) into ``staging``; errors become
     a :class:`DownloadError` naming the manual place."""
     try:
-        if url.startswith("hf://"):
-            source, headers = _resolve_hf(url)
-        else:
-            source, headers = _as_url(url), {}
+        source, headers = _resolve_hf(url, dest) if url.startswith("hf://") else (_source(url), {})
         with watchdog:
             _stream(source, headers, url, staging, dest, progress, size, watchdog, timeout)
     except _DeadlinePassed:
         raise _deadline_error(url, dest, watchdog) from None
+    except _RedirectRefused as refused:
+        raise DownloadError(
+            f"refused {dest.name} from {url}: the server redirects to {refused.target}, and zoo downloads only over "
+            f"http and https. Download it manually and place it at {dest}.", url, dest) from None
     except DownloadError:
         raise
     except (OSError, HTTPException, ValueError) as error:
-        if watchdog.expired:  # the watchdog shut the socket under a read
+        if watchdog.passed():  # the watchdog shut the socket under a read, or a connect used up what was left
             raise _deadline_error(url, dest, watchdog) from error
         raise DownloadError(
             f"could not download {dest.name} from {url} ({_reason(error)}). "
@@ -288,17 +360,13 @@ def _transfer(url: str, staging: Path, dest: Path, progress: bool, size: int | N
         ) from error
 
 
-def _stream(source: str, headers: dict, url: str, staging: Path, dest: Path, progress: bool, size: int | None,
-            watchdog: _Watchdog, timeout: float) -> None:
+def _stream(source: str | Path, headers: dict, url: str, staging: Path, dest: Path, progress: bool,
+            size: int | None, watchdog: _Watchdog, timeout: float) -> None:
     """Copy ``source`` (``url`` in messages) into ``staging``: each wait at most ``timeout``, all of it by the watchdog's
     deadline, and never more than ``size + 1`` bytes."""
     from tqdm.auto import tqdm
 
-    opener = urlrequest.build_opener(_WatchedHTTP(watchdog), _WatchedHTTPS(watchdog), _SameHostCredentials)
-    request = urlrequest.Request(source, headers=headers)
-    with opener.open(request, timeout=min(timeout, watchdog.remaining())) as response, open(staging, "wb") as out:
-        announced = response.headers.get("Content-Length")
-        announced = int(announced) if announced and announced.strip().isdigit() else None
+    with _opened(source, headers, watchdog, timeout) as (body, announced), open(staging, "wb") as out:
         if size is not None and announced is not None and announced > size:
             raise DownloadError(
                 f"refused {dest.name} from {url}: the server announces {announced} bytes, the release is "
@@ -307,7 +375,7 @@ def _stream(source: str, headers: dict, url: str, staging: Path, dest: Path, pro
         received = 0
         with tqdm(total=size or announced, unit="B", unit_scale=True, desc=dest.name, disable=not progress) as bar:
             while limit is None or received < limit:
-                chunk = response.read(_CHUNK if limit is None else min(_CHUNK, limit - received))
+                chunk = body.read(_CHUNK if limit is None else min(_CHUNK, limit - received))
                 if not chunk:
                     break
                 out.write(chunk)
@@ -319,6 +387,35 @@ def _stream(source: str, headers: dict, url: str, staging: Path, dest: Path, pro
         raise DownloadError(
             f"refused {dest.name} from {url}: the server sent more than the release's {size} bytes "
             f"(cut at {received}). Download it manually and place it at {dest}.", url, dest)
+
+
+@contextmanager
+def _opened(source: str | Path, headers: dict, watchdog: _Watchdog, timeout: float) -> Iterator[tuple[Any, int | None]]:
+    """(body, announced length) of ``source``: a local file read directly (a device or pipe is
+    refused, it could block forever), an http(s) URL through :func:`_opener`."""
+    if isinstance(source, Path):
+        if source.exists() and not source.is_file():
+            raise ValueError(f"{source} is not a regular file")
+        with open(source, "rb") as handle:
+            yield handle, os.fstat(handle.fileno()).st_size
+        return
+    plain, credentials = _split_credentials(source)
+    request = urlrequest.Request(plain, headers={**credentials, **headers})
+    with _opener(watchdog).open(request, timeout=min(timeout, watchdog.remaining())) as response:
+        announced = response.headers.get("Content-Length")
+        yield response, int(announced) if announced and announced.strip().isdigit() else None
+
+
+def _split_credentials(url: str) -> tuple[str, dict]:
+    """``url`` without ``user:password@`` and the basic-authentication header that carries them
+    (urllib would take ``user:password@host`` for the host name)."""
+    parts = urlsplit(url)
+    if "@" not in parts.netloc:
+        return url, {}
+    userinfo, _, host = parts.netloc.rpartition("@")
+    user, _, password = userinfo.partition(":")
+    token = base64.b64encode(f"{unquote(user)}:{unquote(password)}".encode()).decode("ascii")
+    return urlunsplit(parts._replace(netloc=host)), {"Authorization": f"Basic {token}"}
 
 
 def _deadline_error(url: str, dest: Path, watchdog: _Watchdog) -> DownloadError:
@@ -336,9 +433,10 @@ def parse_hf_url(url: str) -> tuple[str, str, str]:
     return match.group(1), match.group(2), match.group(3)
 
 
-def _resolve_hf(url: str) -> tuple[str, dict]:
+def _resolve_hf(url: str, dest: Path) -> tuple[str | Path, dict]:
     """The hub's resolve URL of an ``hf://`` file (pinned revision, ``$HF_ENDPOINT``) and the
-    headers huggingface_hub would send (token, user agent).
+    headers huggingface_hub would send (token, user agent); in offline mode, the file in the
+    Hugging Face cache (:func:`_hf_cached`).
 
     The bytes then come through :func:`_stream` like any other download: ``hf_hub_download``
     bounds each read (``HF_HUB_DOWNLOAD_TIMEOUT``, retried up to five times) but not the whole
@@ -349,8 +447,26 @@ def _resolve_hf(url: str) -> tuple[str, dict]:
 
     repo_id, revision, filename = parse_hf_url(url)
     if constants.HF_HUB_OFFLINE:
-        raise ValueError("HF_HUB_OFFLINE is set")
+        return _hf_cached(url, dest), {}
     return hf_hub_url(repo_id, filename, revision=revision, endpoint=constants.ENDPOINT), build_hf_headers()
+
+
+def _hf_cached(url: str, dest: Path) -> Path:
+    """Offline mode (``HF_HUB_OFFLINE`` or ``TRANSFORMERS_OFFLINE``, as huggingface_hub reads
+    them): the ``hf://`` file from the Hugging Face cache at its pinned revision, which is then
+    verified like any source; when the cache lacks it, a one-line error saying how to go on.
+    The network is never tried: offline mode is how clusters without it say so."""
+    from huggingface_hub import try_to_load_from_cache
+
+    repo_id, revision, filename = parse_hf_url(url)
+    cached = try_to_load_from_cache(repo_id, filename, revision=revision)
+    if isinstance(cached, str):
+        return Path(cached)
+    raise DownloadError(
+        f"{dest.name} ({url}) is in neither zoo's cache nor the Hugging Face cache, and offline mode is on "
+        f"(HF_HUB_OFFLINE or TRANSFORMERS_OFFLINE). Unset it to download, fill the Hugging Face cache where the "
+        f"network is reachable (hf download {repo_id} {filename} --revision {revision}), or place a verified copy "
+        f"at {dest}.", url, dest)
 
 
 def _verify(staging: Path, expected: str, size: int | None, url: str, dest: Path) -> None:
@@ -377,13 +493,18 @@ def _reason(error: BaseException) -> str:
     return str(error) or type(error).__name__
 
 
-def _as_url(url: str) -> str:
-    """``url`` itself for supported schemes; a local path becomes a ``file://`` URL."""
+def _source(url: str) -> str | Path:
+    """What a non-``hf://`` ``url`` names: an http(s) URL as it is, or the local file of a
+    ``file://`` URL or a path (read directly, never through urllib)."""
     if not _has_scheme(url):
-        return Path(url).expanduser().resolve().as_uri()
-    scheme = urlparse(url).scheme
-    if scheme not in URL_SCHEMES or scheme == "hf":
-        raise ValueError(f"unsupported URL scheme {scheme!r} in {url}; use one of {', '.join(URL_SCHEMES)}")
+        return Path(url).expanduser().resolve()
+    parts = urlparse(url)
+    if parts.scheme == "file":
+        if parts.netloc not in ("", "localhost"):
+            raise ValueError(f"{url} names a file on another host; a file:// URL names a local file")
+        return Path(urlrequest.url2pathname(parts.path))
+    if parts.scheme not in NETWORK_SCHEMES:
+        raise ValueError(f"unsupported URL scheme {parts.scheme!r} in {url}; use one of {', '.join(URL_SCHEMES)}")
     return url
 
 
@@ -432,8 +553,8 @@ class PretrainedEntry:
         """Where a file is downloaded from when no mirror has it."""
         if _has_scheme(file.url):
             return [file.url]
-        base = os.environ.get(HUB_URL_ENV)
-        return [base.rstrip("/") + "/" + file.url] if base else []
+        base = hub_url()
+        return [base + "/" + file.url] if base else []
 
     @property
     def card_path(self) -> Path | None:
@@ -443,6 +564,18 @@ class PretrainedEntry:
             if (root / self.card).is_file():
                 return root / self.card
         return None
+
+
+def hub_url() -> str | None:
+    """``$ZOO_HUB_URL`` without its trailing ``/``, or None when unset. It must be http(s): a
+    local copy of the release files is what ``$ZOO_CHECKPOINTS`` is for."""
+    base = os.environ.get(HUB_URL_ENV, "").strip()
+    if not base:
+        return None
+    if urlparse(base).scheme.lower() not in NETWORK_SCHEMES:
+        raise DownloadError(f"{HUB_URL_ENV} must be an http:// or https:// URL, got {base!r}; "
+                            f"for a directory of release files set {MIRROR_ENV} to it instead")
+    return base.rstrip("/")
 
 
 def manifest_path() -> Path:
