@@ -48,9 +48,14 @@ def test_random_policy_lands_in_the_papers_range_and_repeats_for_a_seed(capsys):
     assert first["n"] == 1719
 
 
-def test_eval_falls_back_to_procedural_boards_without_data(capsys, tmp_path, monkeypatch):
+def test_eval_without_data_refuses_saying_where_it_comes_from_and_procedural_boards_only_when_asked(
+        capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
-    main(["eval", "blocks", "--model", "demonstrations", "--limit", "20", "--json"])
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", "blocks", "--model", "demonstrations", "--split", "test", "--limit", "20", "--json"])
+    assert "testset.json" in str(refused.value) and "--procedural" in str(refused.value)
+    assert "\n" not in str(refused.value) and capsys.readouterr().out == ""
+    main(["eval", "blocks", "--model", "demonstrations", "--limit", "20", "--json", "--procedural"])
     result = last_json(capsys)
     assert result["data"] == "procedural" and result["n"] == 20
     assert result["mean"] < 1.0
@@ -59,7 +64,7 @@ def test_eval_falls_back_to_procedural_boards_without_data(capsys, tmp_path, mon
 def test_unknown_model_names_every_kind_of_model_it_could_have_been(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
     with pytest.raises(SystemExit) as exit:
-        main(["eval", "blocks", "--model", "no-such-policy", "--limit", "2"])
+        main(["eval", "blocks", "--model", "no-such-policy", "--procedural", "--limit", "2"])
     assert exit.value.code == 2
     message = capsys.readouterr().err
     assert "unknown model 'no-such-policy'" in message and "stop, random, demonstrations" in message
@@ -94,15 +99,15 @@ def test_eval_saves_the_ensemble_it_evaluated_and_the_saved_one_scores_the_same(
                              hidden_dim=8)
         members.append(str(policy.save_pretrained(tmp_path / f"seed{seed}")))
     ensemble = tmp_path / "ensemble"
-    assert main(["eval", "blocks", "--model", *members, "--limit", "6", "--save", str(ensemble), "--json"]) == 0
+    assert main(["eval", "blocks", "--model", *members, "--procedural", "--limit", "6", "--save", str(ensemble), "--json"]) == 0
     first = last_json(capsys)
-    assert main(["eval", "blocks", "--model", str(ensemble), "--limit", "6", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", str(ensemble), "--procedural", "--limit", "6", "--json"]) == 0
     again = last_json(capsys)
     assert {k: again[k] for k in ("mean", "median", "steps", "n")} == {k: first[k] for k in ("mean", "median", "steps", "n")}
     (tmp_path / "taken").mkdir()
     (tmp_path / "taken" / "notes.txt").write_text("mine")
     with pytest.raises(SystemExit):
-        main(["eval", "blocks", "--model", *members, "--limit", "2", "--save", str(tmp_path / "taken")])
+        main(["eval", "blocks", "--model", *members, "--procedural", "--limit", "2", "--save", str(tmp_path / "taken")])
     assert (tmp_path / "taken" / "notes.txt").read_text() == "mine"
 
 
@@ -122,15 +127,15 @@ def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(cap
     checkpoint = tmp_path / "epoch003.ckpt"  # what a run's checkpoints/ folder holds, less the optimizer's state
     torch.save({"state_dict": policy.state_dict(), "hyper_parameters": dict(policy.hparams), "epoch": 3,
                 "pytorch-lightning_version": lightning.__version__}, checkpoint)
-    assert main(["eval", "blocks", "--model", str(exported), "--limit", "6", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", str(exported), "--procedural", "--limit", "6", "--json"]) == 0
     from_export = last_json(capsys)
-    assert main(["eval", "blocks", "--model", str(checkpoint), "--limit", "6", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", str(checkpoint), "--procedural", "--limit", "6", "--json"]) == 0
     from_checkpoint = last_json(capsys)
     assert {k: from_checkpoint[k] for k in ("mean", "steps", "stop_rate")} == {k: from_export[k] for k in ("mean", "steps", "stop_rate")}
 
     (tmp_path / "notes.ckpt").write_bytes(b"not a checkpoint")
     with pytest.raises(SystemExit) as exit:
-        main(["eval", "blocks", "--model", str(tmp_path / "notes.ckpt"), "--limit", "2"])
+        main(["eval", "blocks", "--model", str(tmp_path / "notes.ckpt"), "--procedural", "--limit", "2"])
     assert exit.value.code == 2
     assert "not a Blocks policy training checkpoint" in capsys.readouterr().err
 
@@ -140,14 +145,14 @@ def test_eval_versus_pairs_two_policies_on_the_same_episodes(capsys, tmp_path, m
     minus the demonstrations', so the paired difference is positive and its interval excludes 0;
     a policy against itself differs by exactly nothing."""
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))  # procedural boards
-    assert main(["eval", "blocks", "--model", "stop", "--versus", "demonstrations", "--limit", "12", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", "stop", "--versus", "demonstrations", "--procedural", "--limit", "12", "--json"]) == 0
     result = last_json(capsys)
     versus = result["versus"]
     assert versus["model"] == "demonstrations"
     assert versus["difference"] == pytest.approx(result["mean"] - versus["mean"])
     assert 0 < versus["ci95"][0] <= versus["difference"] <= versus["ci95"][1]
 
-    assert main(["eval", "blocks", "--model", "stop", "--versus", "stop", "--limit", "12", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", "stop", "--versus", "stop", "--procedural", "--limit", "12", "--json"]) == 0
     same = last_json(capsys)["versus"]
     assert same["difference"] == 0 and same["ci95"] == [0, 0]
 

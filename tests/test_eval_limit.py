@@ -41,12 +41,12 @@ def test_the_subset_is_described_for_json_and_for_a_person():
 
 def test_eval_blocks_limit_draws_over_the_split_and_first_keeps_the_start(capsys, tmp_path, monkeypatch):
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))  # procedural boards: no data needed
-    assert main(["eval", "blocks", "--model", "stop", "--limit", "20", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", "stop", "--procedural", "--limit", "20", "--json"]) == 0
     result, text = last_json(capsys)
     total = result["episodes"]["of"]
     assert result["episodes"] == {"n": 20, "of": total, "drawn": "spread", "seed": 0} and total > 20
     assert f"20 of {total:,} episodes drawn with seed 0" in text
-    assert main(["eval", "blocks", "--model", "stop", "--limit", "20", "--first", "--json"]) == 0
+    assert main(["eval", "blocks", "--model", "stop", "--procedural", "--limit", "20", "--first", "--json"]) == 0
     result, text = last_json(capsys)
     assert result["episodes"]["drawn"] == "first" and f"the first 20 of {total:,} episodes" in text
     with pytest.raises(SystemExit) as exit:
