@@ -248,3 +248,43 @@ def test_replay_memory_takes_the_memory_its_estimate_says():
                 "next_stacks": torch.zeros(count, *stack, dtype=torch.uint8),
                 "tokens": torch.zeros(count, 1, dtype=torch.long), "lengths": torch.ones(count, dtype=torch.long)})
     assert sum(tensor.nbytes for tensor in memory.store.values()) == 10 * ReplayMemory.bytes_per_transition()
+
+
+def saved_step(run_dir: Path) -> int:
+    return torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)["global_step"]
+
+
+@pytest.mark.slow
+def test_trainer_max_steps_bounds_the_objective_and_not_its_warm_up(tmp_path):
+    """``trainer.max_steps=2`` for a first look at a bandit: its supervised warm-up still trains
+    its whole epoch (6 replay batches of the 6 training episodes), the bandit stops at step 2."""
+    run_dir = tmp_path / "bandit"
+    recipe().main([*tiny("bandit"), "trainer.max_steps=2", f"run_dir={run_dir}"])
+    assert saved_step(run_dir / "warmup") == 6
+    assert saved_step(run_dir) == 2
+
+
+@pytest.mark.slow
+def test_an_interrupted_warm_up_is_continued_and_says_so(tmp_path, monkeypatch, caplog):
+    import logging
+
+    from zoo.models.blocks import BlocksSupervised
+
+    training_step = BlocksSupervised.training_step
+
+    def lost_at_the_third_step(self, batch, batch_idx):
+        if self.global_step == 2:
+            raise KeyboardInterrupt  # as a lost machine: Lightning stops without saving
+        return training_step(self, batch, batch_idx)
+
+    run_dir = tmp_path / "bandit"
+    bandit = [*tiny("bandit"), "checkpoint.every_n_train_steps=1", f"run_dir={run_dir}"]
+    monkeypatch.setattr(BlocksSupervised, "training_step", lost_at_the_third_step)
+    with pytest.raises(SystemExit):
+        recipe().main(bandit)
+    assert saved_step(run_dir / "warmup") == 2 and not (run_dir / "warmup" / "pretrained").exists()
+    monkeypatch.setattr(BlocksSupervised, "training_step", training_step)
+    caplog.set_level(logging.INFO, logger="zoo.resume")
+    recipe().main(bandit)
+    assert "the supervised warm-up stopped at step 2 of 6; continuing it" in caplog.messages
+    assert saved_step(run_dir / "warmup") == 6 and (run_dir / "pretrained").is_dir()

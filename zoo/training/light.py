@@ -22,6 +22,7 @@ from typing import Any
 import lightning as L
 from omegaconf import DictConfig, OmegaConf
 
+from zoo.callbacks.finite_training import exit_unless_finite
 from zoo.callbacks.run_legs import RunLegs, totals
 from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
@@ -124,6 +125,8 @@ def _run(config: DictConfig, run_directory: RunDirectory, extra_callbacks: Seque
         log.info("the run in %s had finished with this configuration; results.json is unchanged", run_dir)
         return done
     best = load_best(trainer, model, callbacks, run_dir)
+    if config.get("export", True):  # before testing it: on every rank, which hold the same weights
+        exit_unless_finite(model, run_dir / "pretrained")
 
     leg_list = legs.legs
     results: dict[str, Any] = {
