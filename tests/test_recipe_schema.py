@@ -4,8 +4,8 @@ line naming the key, what it must be and what it was (zoo/recipe_schema.py)."""
 from __future__ import annotations
 
 import inspect
-from typing import Annotated
 from pathlib import Path
+from typing import Annotated
 
 import pytest
 from omegaconf import OmegaConf
