@@ -25,6 +25,9 @@ def add_commands(commands, eval_domains) -> None:
         description="Train a recipe shipped with zoo: zoo train NAME [key.sub=value ...] [--config FILE] "
                     "[--verbose]; zoo train NAME --help prints its keys.")
     train.add_argument("--list", action="store_true", help="list every recipe with a one-line description")
+    train.add_argument("--tiny", action="store_true",
+                       help="the whole pipeline in seconds: a few generated examples, a small network, one epoch, "
+                            "run_dir runs/tiny/... (zoo/recipes/tiny/)")
     train.add_argument("name", nargs="?", metavar="NAME", help="a recipe name, e.g. light-bi or blocks-bandit")
     train.add_argument("overrides", nargs=argparse.REMAINDER, metavar="key=value",
                        help="dotted overrides of the recipe's keys (and --config FILE, --help, --verbose)")
@@ -43,8 +46,9 @@ def run_train(args) -> int:
         return 0
     domain = domain_of(args.name)  # an unknown name: KeyError, one line naming the recipes
     runner = importlib.import_module(f"zoo.training.{RUNNERS[domain]}")
-    overrides = list(args.overrides)
+    overrides = [value for value in args.overrides if value != "--tiny"]  # also after NAME, among the overrides
+    files = recipe_files(args.name, tiny=args.tiny or len(overrides) < len(args.overrides))
     if domain == "blocks":
-        return int(runner.main(overrides, recipe=args.name) or 0)
-    runner.run(overrides, recipe_files(args.name))
+        return int(runner.main(overrides, default_config=files) or 0)
+    runner.run(overrides, files)
     return 0

@@ -32,10 +32,19 @@ def domain_of(name: str) -> str:
     return name.split("-", 1)[0]
 
 
-def recipe_files(name: str) -> list[Path]:
-    """The YAML files of recipe ``name``, in merge order: its domain's common file, then its own."""
-    domain = domain_of(name)
-    return [RECIPES_DIR / f"{domain}_{COMMON}.yaml", RECIPES_DIR / f"{name.replace('-', '_')}.yaml"]
+TINY_DIR = RECIPES_DIR / "tiny"
+"""Overlays that make any recipe run in seconds (``zoo train NAME --tiny``): one per domain, and
+one per recipe where it needs more (a warm-up of one epoch, shorter contexts)."""
+
+
+def recipe_files(name: str, tiny: bool = False) -> list[Path]:
+    """The YAML files of recipe ``name``, in merge order: its domain's common file, then its own;
+    with ``tiny``, then the domain's tiny overlay and the recipe's own, if it has one."""
+    domain, own = domain_of(name), name.replace("-", "_")
+    files = [RECIPES_DIR / f"{domain}_{COMMON}.yaml", RECIPES_DIR / f"{own}.yaml"]
+    if tiny:
+        files += [path for path in (TINY_DIR / f"{domain}.yaml", TINY_DIR / f"{own}.yaml") if path.is_file()]
+    return files
 
 
 def describe(name: str) -> str:
