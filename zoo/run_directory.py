@@ -45,8 +45,9 @@ NOT_IDENTITY = ("run_dir", "resume")
 
 SAFE_TO_CHANGE: dict[str, str] = {
     "trainer.max_epochs": "where training stops, not what a step computes: a longer schedule continues the same optimisation",
-    "trainer.max_steps": "where training stops (as trainer.max_epochs)",
-    "trainer.max_time": "where training stops (as trainer.max_epochs)",
+    "trainer.max_steps": "where the objective's training stops (as trainer.max_epochs); the Blocks warm-up trains "
+                         "start.warmup_epochs whatever it says",
+    "trainer.max_time": "where the objective's training stops (as trainer.max_steps)",
     "threads": "torch's intra-op thread count: how fast a step runs, not what it computes",
     "logger.kind": "where metrics are reported, not what is trained",
     "logger.project": "where metrics are reported",
