@@ -22,6 +22,8 @@ from pathlib import Path
 
 import pytest
 
+import zoo
+
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -51,7 +53,7 @@ def wheel_venv(tmp_path_factory) -> Path:
                                                                  "*.egg-info", "__pycache__", "wandb", "docs"))
     subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w",
                     str(root / "dist"), str(source)], check=True, capture_output=True, timeout=300)
-    wheel = next((root / "dist").glob("zoo-*.whl"))
+    wheel = next((root / "dist").glob("grounded_zoo-*.whl"))
     venv = root / "venv"
     subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True, timeout=120)
     # --ignore-installed: without it pip would first uninstall this environment's own zoo
@@ -76,6 +78,11 @@ def test_the_wheel_lists_and_loads_released_models_from_a_release_host(wheel_ven
                            env={"PYTHONPATH": sysconfig.get_paths()["purelib"]}, capture_output=True, text=True,
                            cwd=tmp_path, timeout=120)
     assert str(wheel_venv) in where.stdout  # the wheel's zoo, not this checkout's
+    version = run_zoo(wheel_venv, tmp_path, "--version")
+    assert version.stdout.strip() == f"zoo {zoo.__version__}"
+    metadata = next(wheel_venv.rglob("grounded_zoo-*.dist-info"))
+    assert "Name: grounded-zoo" in (metadata / "METADATA").read_text().splitlines()
+    assert (metadata / "licenses" / "LICENSE").read_text().startswith("MIT License")
     listed = run_zoo(wheel_venv, tmp_path, "models")
     assert listed.returncode == 0 and "blocks-bandit" in listed.stdout, listed.stderr
     offline = run_zoo(wheel_venv, tmp_path, "eval", "blocks", "--model", "blocks-bandit", "--limit", "5")
