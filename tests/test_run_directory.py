@@ -324,3 +324,31 @@ def test_a_users_folder_that_looks_like_a_run_is_refused_untouched(tmp_path):
             RunDirectory.open(wanted)
         assert "\n" not in str(refused.value)
     assert snapshot(users) == before and not (users / MARKER_NAME).exists()
+
+
+@pytest.mark.slow
+def test_a_finished_run_is_rerun_without_loading_data_but_a_cut_extension_goes_on(tmp_path, monkeypatch):
+    import zoo.training.blocks as runner
+
+    recipe = blocks_recipe()
+    run_dir = tmp_path / "r"
+    supervised = [*BLOCKS_TINY, "model.name=blocks-supervised", f"run_dir={run_dir}"]
+    recipe.main(supervised)
+    first = json.loads((run_dir / "results.json").read_text())
+    assert first["settings_sha256"] and first["config_sha256"]
+
+    def no_data(*args, **kwargs):
+        raise AssertionError("a finished run loads no data")
+
+    with monkeypatch.context() as patched:
+        patched.setattr(runner, "make_datamodule", no_data)
+        before = snapshot(run_dir)
+        assert recipe.main(supervised) == 0
+        assert snapshot(run_dir) == before
+    # an extension recorded (changes.jsonl) but killed before it wrote its results: the rerun trains it
+    longer = [*supervised, "trainer.max_epochs=2", "resume.allow_changed=[trainer.max_epochs]"]
+    with RunDirectory.open(runner.load_config(runner.blocks_recipe_files(longer), longer)):
+        pass
+    assert recipe.main(longer) == 0
+    extended = json.loads((run_dir / "results.json").read_text())
+    assert extended["global_step"] == 12 and extended["settings_sha256"] != first["settings_sha256"]

@@ -223,6 +223,10 @@ class RunDirectory:
     """Keys this process changed from the run's configuration (allowed with resume.allow_changed)."""
     writer: bool = True
     _lock: Any = None
+    settings_sha256: str = ""
+    """The hash of the configuration in force now: the identity with every recorded change applied
+    (``changes.jsonl``). A run's results carry it, so a rerun can tell a finished run from one
+    whose extension was cut short (:meth:`finished_results`)."""
 
     @classmethod
     def open(cls, config, rank: int = 0) -> "RunDirectory":
@@ -261,6 +265,7 @@ class RunDirectory:
                                     "make it writable or use a new run_dir") from None
         try:
             opened = cls._take(run_dir, wanted, set(allowed), lock)
+            opened.settings_sha256 = config_sha256(apply_changes(opened.identity, read_changes(run_dir)))
         except BaseException:
             lock.release()
             raise
@@ -270,7 +275,8 @@ class RunDirectory:
     def _read_only(cls, run_dir: Path, wanted: dict) -> "RunDirectory":
         original = read_identity(run_dir)
         original = wanted if original is None else original
-        return cls(run_dir, original, config_sha256(original), writer=False)
+        return cls(run_dir, original, config_sha256(original), writer=False,
+                   settings_sha256=config_sha256(apply_changes(original, read_changes(run_dir))))
 
     @classmethod
     def _take(cls, run_dir: Path, wanted: dict, allowed: set[str], lock) -> "RunDirectory":
@@ -316,6 +322,25 @@ class RunDirectory:
     def record(self) -> dict:
         """What a file this run writes keeps of where it came from."""
         return {"config_sha256": self.sha256}
+
+    def results_record(self) -> dict:
+        """What ``results.json`` keeps of where it came from: the run and the settings it finished under."""
+        return {"config_sha256": self.sha256, "settings_sha256": self.settings_sha256}
+
+    def finished_results(self) -> dict | None:
+        """The run's ``results.json`` when the run finished under the settings in force now and
+        this process changed none of them: a rerun then has nothing to train, test or export,
+        and can say so before loading any data. None otherwise."""
+        if self.changes or not (self.path / "checkpoints" / "last.ckpt").is_file():  # the state it finished in
+            return None
+        try:
+            results = json.loads((self.path / "results.json").read_text())
+        except (OSError, ValueError):
+            return None
+        if not isinstance(results, dict):
+            return None
+        same = results.get("config_sha256") == self.sha256 and results.get("settings_sha256") == self.settings_sha256
+        return results if same else None
 
     def made_here(self, directory: Path, sha256: str | None = None) -> bool:
         """Whether ``directory`` (an export, a stage) was written by this configuration."""

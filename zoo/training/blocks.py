@@ -107,12 +107,13 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
 
 def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
         extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None,
-        changes: Sequence[dict] = (), results: bool = False, stage: str | None = None) -> BlocksPolicy:
+        changes: Sequence[dict] = (), results: dict | None = None, stage: str | None = None) -> BlocksPolicy:
     """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained,
     its marker keeping ``record`` (the configuration hash it came from). A rerun that trains
     nothing leaves an export of the same configuration as it is. ``changes``: the allowed
     configuration changes this process made, recorded in its leg; ``results``: write
-    ``run_dir/results.json`` (the run's legs and its best epoch's figures). ``max_epochs``: the
+    ``run_dir/results.json`` (the run's legs and its best epoch's figures) with this record of
+    the run (:meth:`RunDirectory.results_record`). ``max_epochs``: the
     length of a stage of its own (the warm-up), which then ignores the trainer section's
     ``max_steps`` and ``max_time`` too: they bound the objective's stage, the one a resumed run
     may lengthen. ``stage``: what a resumed fit calls itself ("the supervised warm-up stopped at
@@ -142,8 +143,9 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
         log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
     elif trainer.is_global_zero:
         log.info("the run in %s had finished with this configuration; its export is unchanged", run_dir)
-    if results and trainer.is_global_zero and (legs.trained_here or changes or not (run_dir / "results.json").is_file()):
-        write_results(config, run_dir, record or {}, best, best_epoch, trainer, legs.legs)
+    if results is not None and trainer.is_global_zero and (legs.trained_here or changes
+                                                           or not (run_dir / "results.json").is_file()):
+        write_results(config, run_dir, results, best, best_epoch, trainer, legs.legs)
     trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
     return policy
 
@@ -287,6 +289,10 @@ def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path
 
 def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list) -> int:
     run_dir, record = run_directory.path, run_directory.record()
+    if run_directory.finished_results() is not None:  # before the data load: a no-op rerun takes seconds
+        log.info("the run in %s had finished with this configuration; its export and results.json are unchanged",
+                 run_dir)
+        return 0
     spec, _ = model_options(config)
     mode = spec.cls.data_mode
     datamodule = make_datamodule(config, mode=mode)
@@ -296,5 +302,5 @@ def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list
     loop = config.get("loop")
     loops = loop_callbacks(policy, datamodule, OmegaConf.to_container(loop) if loop is not None else {}, config.seed)
     fit(config, policy, datamodule, run_dir, extra_callbacks=[*loops, *extra_callbacks], record=record,
-        changes=[vars(change) for change in run_directory.changes], results=True)
+        changes=[vars(change) for change in run_directory.changes], results=run_directory.results_record())
     return 0

@@ -107,6 +107,10 @@ def previous_results(run_directory: RunDirectory) -> dict[str, Any] | None:
 
 def _run(config: DictConfig, run_directory: RunDirectory, extra_callbacks: Sequence) -> dict[str, Any]:
     run_dir = run_directory.path
+    finished = run_directory.finished_results()
+    if finished is not None:  # before the corpus and the model load: a no-op rerun takes seconds
+        log.info("the run in %s had finished with this configuration; results.json is unchanged", run_dir)
+        return finished
     model = make_model(config)
     datamodule = make_datamodule(config, model.collate)
     datamodule.prepare_data()
@@ -131,7 +135,7 @@ def _run(config: DictConfig, run_directory: RunDirectory, extra_callbacks: Seque
     leg_list = legs.legs
     results: dict[str, Any] = {
         "model": config.model.name, "task": config.data.task, "features": config.data.features,
-        "data": datamodule.label, "config_sha256": run_directory.sha256, "best_checkpoint": best,
+        "data": datamodule.label, **run_directory.results_record(), "best_checkpoint": best,
         # train_seconds and examples_seen: summed over the legs (a resumed run's every process);
         # examples_seen is what the optimiser saw, less than epochs x train_examples when
         # trainer.max_time ended an epoch early
