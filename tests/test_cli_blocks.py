@@ -53,8 +53,10 @@ def test_eval_without_data_refuses_saying_where_it_comes_from_and_procedural_boa
     monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))
     with pytest.raises(SystemExit) as refused:
         main(["eval", "blocks", "--model", "demonstrations", "--split", "test", "--limit", "20", "--json"])
-    assert "testset.json" in str(refused.value) and "--procedural" in str(refused.value)
-    assert "\n" not in str(refused.value) and capsys.readouterr().out == ""
+    said = capsys.readouterr()
+    assert refused.value.code == 2 and said.out == ""
+    assert said.err.startswith("zoo: error: Blocks test data (testset.json) not found") and "--procedural" in said.err
+    assert said.err.count("\n") == 1
     main(["eval", "blocks", "--model", "demonstrations", "--limit", "20", "--json", "--procedural"])
     result = last_json(capsys)
     assert result["data"] == "procedural" and result["n"] == 20

@@ -92,7 +92,7 @@ def test_eval_save_refuses_to_write_a_model_over_a_corpus(tmp_path, monkeypatch,
     assert main(["light", "sim", "--preset", "tiny", "--world", "authored", "--out", str(corpus)]) == 0
     capsys.readouterr()
     before = snapshot(corpus)
-    code = run(["eval", "blocks", "--model", "stop", "--limit", "2", "--save", str(corpus)])
+    code = run(["eval", "blocks", "--model", "stop", "--procedural", "--limit", "2", "--save", str(corpus)])
     assert "it holds a corpus, not a trained model" in refused_in_one_line(capsys, code)
     assert snapshot(corpus) == before
 

@@ -196,7 +196,7 @@ def test_a_read_only_place_is_one_line_before_anything_is_written(tmp_path, monk
     monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == locked else real_access(path, mode))
     with pytest.raises(RunDirectoryError, match="is not writable"):
         RunDirectory.open(config(locked / "run"))
-    with pytest.raises(RunDirectoryError, match="run_dir .* is not writable"):
+    with pytest.raises(RunDirectoryError, match="locked': it is not writable"):
         RunDirectory.open(config(locked))
     assert os.listdir(locked) == []
 
@@ -250,3 +250,18 @@ def test_a_blocks_run_writes_results_with_its_legs_and_allowed_changes(tmp_path)
     saved = torch.load(run_dir / "checkpoints" / "last.ckpt", weights_only=True)
     legs = next(state for key, state in saved["callbacks"].items() if key.startswith("RunLegs"))["legs"]
     assert legs[1]["allowed_changes"] == [{"key": "trainer.max_epochs", "old": 1, "new": 2}]
+
+
+def test_a_read_only_save_target_is_refused_before_the_evaluation(tmp_path, monkeypatch, capsys):
+    from zoo.cli import main
+
+    real_access = os.access
+    monkeypatch.setattr(os, "access", lambda path, mode: False if Path(path) == tmp_path else real_access(path, mode))
+    evaluated = []
+    import zoo.blocks.evaluate
+
+    monkeypatch.setattr(zoo.blocks.evaluate, "evaluate_policy", lambda *a, **k: evaluated.append(1))
+    with pytest.raises(SystemExit) as refused:
+        main(["eval", "blocks", "--model", "stop", "--procedural", "--limit", "2", "--save", str(tmp_path / "saved")])
+    assert refused.value.code == 2 and not evaluated
+    assert f"{str(tmp_path)!r} is not writable" in capsys.readouterr().err

@@ -171,6 +171,15 @@ def _known(kind: str) -> str:
     return kind
 
 
+def _not_writable(path: Path) -> str | None:
+    """Why zoo could not write ``path`` (a read-only filesystem or folder), or None: told before
+    the work whose output it is, not after."""
+    existing = next((folder for folder in (path, *path.absolute().parents) if folder.exists()), None)
+    if existing is None or os.access(existing, os.W_OK | os.X_OK):
+        return None
+    return "it is not writable" if existing == path else f"{str(existing)!r} is not writable"
+
+
 def check_replaceable(directory: str | os.PathLike, *, kind: str) -> Path:
     """Raise :class:`UnsafeDestinationError` (one line) unless zoo may write output of
     ``kind`` (one of :data:`OUTPUT_KINDS`) at ``directory``: it does not exist, or it is a
@@ -190,6 +199,8 @@ def check_replaceable(directory: str | os.PathLike, *, kind: str) -> Path:
                 reason = _why_not(directory, kind)
         except FileNotFoundError:  # absent, or swapped away by another writer while we looked: nothing to lose
             pass
+    if reason is None:
+        reason = _not_writable(directory)
     if reason:
         raise UnsafeDestinationError(f"refusing to write {OUTPUT_KINDS[kind]} to {str(directory)!r}: {reason}; "
                                      "choose a new or empty directory")

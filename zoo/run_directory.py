@@ -204,12 +204,6 @@ def _check_usable(run_dir: Path) -> None:
         if (run_dir / name).is_symlink():
             raise RunDirectoryError(f"run_dir: {str(run_dir / name)!r} is a link, and zoo writes and deletes there; "
                                     "zoo never makes one: remove the link or use a new run_dir")
-    if run_dir.is_dir() and not os.access(run_dir, os.W_OK | os.X_OK):
-        raise RunDirectoryError(f"run_dir {str(run_dir)!r} is not writable; make it writable or use a new run_dir")
-    parent = next((folder for folder in run_dir.absolute().parents if folder.exists()), None)
-    if not run_dir.exists() and parent is not None and not os.access(parent, os.W_OK | os.X_OK):
-        raise RunDirectoryError(f"cannot make run_dir {str(run_dir)!r}: {str(parent)!r} is not writable; "
-                                "choose a writable place")
 
 
 @dataclass

@@ -68,8 +68,8 @@ def _open_split(args):
     try:
         return open_split(args.split, args.data_dir, args.download, procedural_fallback=False)
     except FileNotFoundError as missing:
-        raise SystemExit(f"zoo: error: {missing} Or pass --procedural for boards zoo generates (not comparable "
-                         "to the paper).") from None
+        raise FileNotFoundError(f"{missing} Or pass --procedural for boards zoo generates (not comparable to the "
+                                "paper).") from None
 
 
 def run_eval(args) -> int:
