@@ -1,13 +1,12 @@
 """Weights are saved in the Hugging Face layout (whole tensors named by their ``state_dict``
 keys, sharded at ``max_shard_size`` as transformers takes it) that plain safetensors and
 transformers' sharded loader read; a model too big for one shard round-trips through several,
-tied tensors stay tied, releases in the older ``#part`` layout still load with a deprecation
-notice, and a damaged set of files is a one-line error."""
+tied tensors stay tied, a folder in the ``#part`` layout of zoo 0.2 is refused in one line naming
+the tool that rewrites it, and a damaged set of files is a one-line error."""
 
 from __future__ import annotations
 
 import json
-import logging
 import os
 import stat
 
@@ -186,35 +185,39 @@ def write_row_block_release(model: torch.nn.Module, directory, rows: int) -> dic
     return weight_map
 
 
-def test_a_row_block_release_still_loads_and_says_once_that_the_layout_is_deprecated(tmp_path, caplog):
+def test_a_row_block_release_is_refused_in_one_line_naming_the_rewrite_tool(tmp_path):
     from zoo.weights import weight_shapes
 
     torch.manual_seed(0)
     model = BigEmbedding()
     write_row_block_release(model, tmp_path, rows=250)
-    assert weight_shapes(tmp_path)["embed.weight"] == (1000, 16)
+    assert weight_shapes(tmp_path)["embed.weight"] == (1000, 16)  # the parameter budget still reads it
+    with pytest.raises(ValueError, match="no longer reads: rewrite it with python tools/rewrite_release.py") as refused:
+        load_weights(BigEmbedding(), tmp_path)
+    assert "\n" not in str(refused.value)
+
+
+def test_the_rewrite_tool_still_reads_row_blocks_whole_and_tied(tmp_path):
+    from zoo.weights import reading_row_blocks
+
+    torch.manual_seed(0)
+    model = BigEmbedding()
+    write_row_block_release(model, tmp_path, rows=250)
     fresh = BigEmbedding()
-    with caplog.at_level(logging.WARNING, logger="zoo.weights"):
+    with reading_row_blocks():
         load_weights(fresh, tmp_path)
-    notices = [r for r in caplog.records if "#part" in r.getMessage()]
-    assert len(notices) == 1 and "deprecated" in notices[0].getMessage()
     assert fresh.out.weight is fresh.embed.weight
     torch.testing.assert_close(fresh.embed.weight, model.embed.weight, rtol=0, atol=0)
 
 
-def test_a_standard_release_loads_without_the_deprecation_notice(tmp_path, caplog):
-    save_weights(BigEmbedding(), tmp_path, max_shard_size=20_000)
-    with caplog.at_level(logging.WARNING, logger="zoo.weights"):
-        load_weights(BigEmbedding(), tmp_path)
-    assert not [r for r in caplog.records if "#part" in r.getMessage()]
-
-
 def test_a_missing_row_block_is_one_line(tmp_path):
+    from zoo.weights import reading_row_blocks
+
     weight_map = write_row_block_release(BigEmbedding(), tmp_path, rows=250)
     name = next(n for n in weight_map if n.endswith("#part1of4"))
     (tmp_path / weight_map.pop(name)).unlink()
     (tmp_path / INDEX_FILE).write_text(json.dumps({"metadata": {}, "weight_map": weight_map}))
-    with pytest.raises(ValueError, match="3 of the 4 blocks"):
+    with pytest.raises(ValueError, match="3 of the 4 blocks"), reading_row_blocks():
         load_weights(BigEmbedding(), tmp_path)
 
 

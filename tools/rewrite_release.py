@@ -37,7 +37,14 @@ if str(REPO) not in sys.path:  # run as a script from a checkout
 
 from zoo.files import atomic_write  # noqa: E402
 from zoo.hub import ManifestError, PretrainedEntry, load_manifest, sha256_of  # noqa: E402
-from zoo.weights import DEFAULT_MAX_SHARD_SIZE, INDEX_FILE, join_parts, save_weights, weight_files  # noqa: E402
+from zoo.weights import (  # noqa: E402
+    DEFAULT_MAX_SHARD_SIZE,
+    INDEX_FILE,
+    join_parts,
+    reading_row_blocks,
+    save_weights,
+    weight_files,
+)
 
 MANIFEST = REPO / "zoo" / "manifest.json"
 PHASES = ("staging", "swapping")
@@ -290,7 +297,8 @@ def rewrite(directory: Path, manifest: Path, name: str,
     old = weight_names(directory)
     before_stored = stored_tensors(directory)
     dtype = stored_float_dtype(before_stored)
-    model = Grounded.from_pretrained(directory)
+    with reading_row_blocks():  # the old layout, which zoo itself no longer loads
+        model = Grounded.from_pretrained(directory)
     before_loaded = {key: tensor.clone() for key, tensor in model.state_dict().items()}
     write_journal(places, {"phase": "staging", "manifest": str(manifest)})
     boundary("journal written")

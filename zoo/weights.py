@@ -12,13 +12,15 @@ parameters (one tensor under two names) are stored once, under the name huggingf
 and come back tied. Weights may be stored in a smaller float type (``dtype``: a release in
 float16 is half the download); they load into the model's own precision.
 
-Older releases split a tensor larger than a shard into row blocks named ``NAME#partIofN``.
-They still load, with a deprecation notice (``tools/rewrite_release.py`` rewrites such a
-release into the standard layout); zoo stops reading them in its next minor release.
+Releases of zoo 0.2 and before split a tensor larger than a shard into row blocks named
+``NAME#partIofN``. zoo no longer loads them: such a folder is refused in one line naming
+``tools/rewrite_release.py``, which rewrites it into the standard layout (the tool reads the
+old layout inside :func:`reading_row_blocks`).
 """
 
 from __future__ import annotations
 
+import contextvars
 import logging
 import math
 import re
@@ -109,6 +111,20 @@ def join_parts(state: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     return whole
 
 
+_row_blocks_readable = contextvars.ContextVar("row_blocks_readable", default=False)
+
+
+@contextmanager
+def reading_row_blocks():
+    """Inside: :func:`load_weights` joins ``#part`` row blocks instead of refusing them (for the
+    tool that rewrites such a release, and nothing else)."""
+    token = _row_blocks_readable.set(True)
+    try:
+        yield
+    finally:
+        _row_blocks_readable.reset(token)
+
+
 def has_row_blocks(state: dict[str, torch.Tensor]) -> bool:
     """Whether ``state`` holds any ``#part`` row block (a release in the old layout)."""
     return any(PART.match(key) for key in state)
@@ -168,9 +184,9 @@ def load_weights(model: torch.nn.Module, directory: Path, device: str | torch.de
         if not path.is_file():
             raise FileNotFoundError(f"{directory} lacks the shard {path.name}")
         state.update(load_file(str(path), device=str(device)))
-    if has_row_blocks(state):
-        log.warning("%s stores tensors in '#part' row blocks, a deprecated layout zoo stops reading in its next "
-                    "minor release: rewrite it with tools/rewrite_release.py", directory)
+    if has_row_blocks(state) and not _row_blocks_readable.get():
+        raise ValueError(f"{directory} stores tensors in '#part' row blocks, the layout of zoo 0.2 releases, which "
+                         "zoo no longer reads: rewrite it with python tools/rewrite_release.py DIRECTORY")
     result = model.load_state_dict(join_parts(state), strict=False)
     missing, unexpected = set(result.missing_keys), set(result.unexpected_keys)
     missing -= tied_to_loaded(model, missing)
