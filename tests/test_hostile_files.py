@@ -133,7 +133,7 @@ def test_every_transformers_loading_call_in_zoo_refuses_remote_code_explicitly()
     calls = re.compile(r"(AutoTokenizer|AutoModel\w*|AutoConfig|EncoderDecoderModel)\.(from_pretrained|from_config|"
                        r"from_encoder_decoder_pretrained)\((?P<args>[^()]*(?:\([^()]*\)[^()]*)*)\)", re.S)
     seen = 0
-    for path in list((REPO / "zoo").rglob("*.py")) + list((REPO / "tools").rglob("*.py")):
+    for path in [path for folder in ("zoo", "tools", "studies") for path in (REPO / folder).rglob("*.py")]:
         for match in calls.finditer(path.read_text()):
             seen += 1
             assert "trust_remote_code=False" in match["args"], f"{path}: {match[0]}"

@@ -84,7 +84,7 @@ INSTRUCTIONS = {
 the system message names them once. Naming them in every instruction and dialogue label (speech
 version 1) made the model name a character in 32% of its lines (people: 21% of the fixture's),
 often as a leading "The fish, ...", and those names were a third of IR's score on `small`
-(``tools/light_sim_names_probe.py``)."""
+(``studies/light_sim_names_probe.py``)."""
 
 GENERIC_ROLES = ("me", "you", "they", "them", "assistant", "character", "answer", "reply", "response", "line")
 STAGE_DIRECTION = re.compile(r"\*[^*]*\*|\([^)]*\)|\[[^\]]*\]")

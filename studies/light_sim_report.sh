@@ -3,7 +3,7 @@
 # Table 1 statistics with the copying rates, then IR's R@1/20 on test seen with a bootstrap
 # interval for ParlAI's default features and the four grounding ablations (the IR proxy for
 # Table 5's order).
-#   tools/light_sim_report.sh runs/light-sim-v2-small docs/results/light_sim_v2_small_report.jsonl
+#   studies/light_sim_report.sh runs/light-sim-v2-small docs/results/light_sim_v2_small_report.jsonl
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -euo pipefail
 sim="$1"; out="$2"

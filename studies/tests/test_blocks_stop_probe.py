@@ -1,24 +1,13 @@
-"""tools/blocks_stop_probe.py: a policy's STOP probability at the goal and on the way there."""
+"""studies/blocks_stop_probe.py: a policy's STOP probability at the goal and on the way there."""
 
 from __future__ import annotations
-
-import importlib.util
-from pathlib import Path
 
 import pytest
 import torch
 
 from zoo.blocks.datamodule import BlocksDataModule, DemonstrationSteps, StepCollator
 from zoo.models.blocks import BlocksSupervised
-
-REPO = Path(__file__).resolve().parent.parent
-
-
-def load_tool():
-    spec = importlib.util.spec_from_file_location("blocks_stop_probe", REPO / "tools" / "blocks_stop_probe.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from study_support import load_study
 
 
 @pytest.mark.slow
@@ -31,7 +20,7 @@ def test_the_probe_splits_demonstration_states_at_their_final_stop():
     torch.manual_seed(0)
     policy = BlocksSupervised(datamodule.vocabulary.words, init="glorot")
     collate = StepCollator(examples, datamodule.demos, policy.vocabulary, datamodule.renderer)
-    probe = load_tool().probe
+    probe = load_study("blocks_stop_probe").probe
 
     uniform = probe(policy, collate, items, batch_size=7)
     assert uniform["goal_states"] == len(examples)  # one STOP, at the end of every demonstration
@@ -48,9 +37,7 @@ def test_the_probe_splits_demonstration_states_at_their_final_stop():
 def test_the_report_pairs_each_curve_with_its_probe(tmp_path):
     import json
 
-    spec = importlib.util.spec_from_file_location("blocks_stop_report", REPO / "tools" / "blocks_stop_report.py")
-    report = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(report)
+    report = load_study("blocks_stop_report")
     config = {"init_from": "start.ckpt", "seed": 1, "reset_direction_head": 0}
     points = [{"config": config, "episodes": e, "frames": 20 * e, "updates": e // 4, "tuning_mean_error": err,
                "tuning_stop_rate": 0.1, "train_episode_length": 24.0, "train_stop_rate": 0.6}
@@ -72,9 +59,7 @@ def test_the_report_pairs_each_curve_with_its_probe(tmp_path):
 def test_the_horizon_records_each_episodes_error_after_every_move_and_ends_at_the_final_error():
     from zoo.blocks.evaluate import evaluate_policy
 
-    spec = importlib.util.spec_from_file_location("blocks_stop_horizon", REPO / "tools" / "blocks_stop_horizon.py")
-    horizon = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(horizon)
+    horizon = load_study("blocks_stop_horizon")
     datamodule = BlocksDataModule(source="procedural", procedural_sizes={"train": 4, "dev": 5, "test": 2})
     datamodule.setup()
     examples = datamodule.dev_examples

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The test of LIGHT-sim v2: one bi-ranker trained on the same budget of each corpus,
 # then both on the real fixture against IR and against each other (paired intervals).
-#   tools/light_v2_retrain.sh runs/light-sim-full runs/light-sim-v2-small 10000
+#   studies/light_v2_retrain.sh runs/light-sim-full runs/light-sim-v2-small 10000
 # Runs go to runs/light/v2-retrain-N/{v1,v2}/ and resume (a finished one is skipped); the
 # comparisons are written to runs/light/v2-retrain-N/fixture-*.json. Speed on one CPU core: 0.9
 # examples/s with each example's own 19 distractors, 1.8 with the batch's golds only

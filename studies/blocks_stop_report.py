@@ -1,6 +1,6 @@
-"""The STOP study's results (tools/blocks_stop_study.sh): a table, a JSON summary and a plot.
+"""The STOP study's results (studies/blocks_stop_study.sh): a table, a JSON summary and a plot.
 
-    python tools/blocks_stop_report.py runs/blocks/stop-study --json docs/results/blocks_stop_study.json \
+    python studies/blocks_stop_report.py runs/blocks/stop-study --json docs/results/blocks_stop_study.json \
         --plot docs/results/blocks_stop_study.png
 
 Reads each run's curve (``<name>.jsonl``: tuning error and STOP rates every few hundred

@@ -1,13 +1,13 @@
 """How fast DAgger or SPO learns from the shortest-path expert: a short, fixed-budget run.
 
-The setting of ``benchmarks/blocks_bandit_schedule.py``, so the curves compare: the released
+The setting of ``studies/blocks_bandit_schedule.py``, so the curves compare: the released
 ``blocks-supervised`` policy as the start, the same shuffled training episodes for the same
 seed, rollouts of ``--rollout`` episodes at a time; the greedy tuning error on the first
 ``--tuning`` tuning examples every ``--eval-every`` episodes. One line of JSON per evaluation
 (``--json``, and appended to ``--out``), then a summary object.
 
-    python benchmarks/blocks_expert_schedule.py --episodes 4000 --out dagger.jsonl
-    python benchmarks/blocks_expert_schedule.py --method spo --episodes 4000 --out spo.jsonl
+    python studies/blocks_expert_schedule.py --episodes 4000 --out dagger.jsonl
+    python studies/blocks_expert_schedule.py --method spo --episodes 4000 --out spo.jsonl
 
 ``--method dagger``: rollouts mixing the expert and the policy (β), every visited state
 labelled, cross-entropy on a replay of the newest labels (``zoo train blocks-dagger``).
@@ -25,7 +25,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The learning curve is the one benchmarks/tuning_curve.py keeps, so every method's curve compares.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from tuning_curve import TuningCurve  # noqa: E402
 
 from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402

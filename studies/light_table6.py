@@ -1,6 +1,6 @@
-"""Print the generative transformer's Table 6 from a tools/light_generative_table6.sh output.
+"""Print the generative transformer's Table 6 from a studies/light_generative_table6.sh output.
 
-    python tools/light_table6.py runs/light/table6-8000 [--split valid|test|test_unseen]
+    python studies/light_table6.py runs/light/table6-8000 [--split valid|test|test_unseen]
 
 Rows are the paper's grounding sets; columns dialogue perplexity and unigram F1 (from the
 dialogue runs), action and emote accuracy (R@1 over the engine-valid actions and the 22

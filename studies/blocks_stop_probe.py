@@ -1,6 +1,6 @@
 """Does a Blocks policy know when to stop? Its STOP probability along the demonstrations.
 
-    python tools/blocks_stop_probe.py blocks-bandit runs/blocks/bandit-s1/best-dev \
+    python studies/blocks_stop_probe.py blocks-bandit runs/blocks/bandit-s1/best-dev \
         runs/blocks/sup-orig-s1/checkpoints/epoch001.ckpt --limit 400 --json
 
 Every demonstration ends with STOP on the goal, so its steps split the states a policy sees

@@ -1,7 +1,7 @@
 """Plot bandit learning curves (tuning error against frames seen) from the JSON lines of
-``benchmarks/blocks_bandit_schedule.py --out FILE``: one line per configuration.
+``studies/blocks_bandit_schedule.py --out FILE``: one line per configuration.
 
-    python tools/plot_schedules.py runs/schedule/results.jsonl docs/results/bandit_schedules.png \
+    python studies/plot_schedules.py runs/schedule/results.jsonl docs/results/bandit_schedules.png \
         --json docs/results/bandit_schedules.json
 
 Needs matplotlib (``pip install matplotlib``). ``--json`` also writes the curves it plotted.

@@ -6,9 +6,9 @@ rollouts sampled ``--rollout`` episodes at a time, Adam, clipping at 5, entropy 
 greedy tuning error on the first ``--tuning`` tuning examples every ``--eval-every``
 episodes. One line of JSON per evaluation (``--json``), then a summary object.
 
-    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 16            # pooled, today's
-    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1             # the paper's
-    python benchmarks/blocks_bandit_schedule.py --episodes-per-update 1 --init original --loss-form original
+    python studies/blocks_bandit_schedule.py --episodes-per-update 16            # pooled, today's
+    python studies/blocks_bandit_schedule.py --episodes-per-update 1             # the paper's
+    python studies/blocks_bandit_schedule.py --episodes-per-update 1 --init original --loss-form original
 
 Every option maps to a ``BlocksBandit`` hyper-parameter, so a schedule that wins here is the
 recipe's by config alone.
@@ -22,7 +22,8 @@ from pathlib import Path
 
 import torch
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
+# The learning curve is the one benchmarks/tuning_curve.py keeps, so every method's curve compares.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
 from tuning_curve import TuningCurve  # noqa: E402
 
 from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402
@@ -60,7 +61,7 @@ def parse(argv=None) -> argparse.Namespace:
     parser.add_argument("--threads", type=int, default=1)
     parser.add_argument("--out", type=Path, help="append the JSON lines to this file as well")
     parser.add_argument("--save", type=Path, help="save the final policy here (save_pretrained), e.g. for "
-                        "tools/blocks_stop_probe.py")
+                        "studies/blocks_stop_probe.py")
     parser.add_argument("--json", action="store_true")
     return parser.parse_args(argv)
 

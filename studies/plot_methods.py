@@ -1,9 +1,9 @@
 """Plot learning curves of several Blocks methods (tuning error against frames seen) from the
-JSON lines of ``benchmarks/blocks_bandit_schedule.py`` and ``benchmarks/blocks_expert_schedule.py``
+JSON lines of ``studies/blocks_bandit_schedule.py`` and ``studies/blocks_expert_schedule.py``
 (``--out FILE``): one line per method, and as a dotted line the first evaluation of
 ``--start-from`` (default: the last method named), the supervised policy they start from.
 
-    python tools/plot_methods.py docs/results/blocks_methods_short.png \
+    python studies/plot_methods.py docs/results/blocks_methods_short.png \
         bandit=docs/results/blocks_bandit_300.jsonl DAgger=docs/results/blocks_dagger_previous_action_without.jsonl \
         SPO=docs/results/blocks_spo_short.jsonl --json docs/results/blocks_methods_short.json
 

@@ -2,10 +2,10 @@
 # The Table 5 check on a LIGHT-sim v2 corpus with trained rankers: one bi-ranker per
 # grounding set, the "Before and after" recipe and budget (dialogue, one epoch, batch 16, the
 # batch's golds as negatives), run one after another on one core; a finished run is skipped.
-#   tools/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue dialogue_persona
-#   tools/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue_setting dialogue_objects
+#   studies/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue dialogue_persona
+#   studies/light_v2_ablations.sh runs/light-sim-v2-t09-full 6000 dialogue_setting dialogue_objects
 # Runs go to runs/light/v2-ablation-N/<features>/; "all" is ParlAI's default text, the same run
-# as tools/light_v2_retrain.sh's at that budget. Score each on one test slice with its own
+# as studies/light_v2_retrain.sh's at that budget. Score each on one test slice with its own
 # grounding: `zoo eval light --source sim --sim-dir SIM --split test --limit 2000 --features F
 # --model RUN/pretrained --bootstrap 1000`; two of them case by case, with a paired interval:
 # `... --features dialogue_objects --model RUN_O/pretrained --versus RUN_D/pretrained --versus-features dialogue`.

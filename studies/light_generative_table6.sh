@@ -2,12 +2,12 @@
 # The generative transformer's Table 6 (Urbanek et al. 2019) on a fixed data budget: the seven
 # grounding rows of the paper x dialogue / action / emote, from scratch (the paper's emote model
 # had no pretraining either), one pass over the first TRAIN training examples of LIGHT-sim.
-#   tools/light_generative_table6.sh runs/light-sim-full 8000
+#   studies/light_generative_table6.sh runs/light-sim-full 8000
 # Runs go to runs/light/table6-TRAIN/<task>-<features>/ and resume; a finished one
 # (results.json) is skipped, so relaunching continues the table. Dialogue rows first.
-# tools/light_table6.py runs/light/table6-TRAIN prints the table. Unigram F1 is measured on the
+# studies/light_table6.py runs/light/table6-TRAIN prints the table. Unigram F1 is measured on the
 # first 200 examples of each evaluated split (beam 5; on 64 its interval is +-5 points).
-# TASKS="action emote" tools/light_generative_table6.sh ... trains only those tasks' rows, and
+# TASKS="action emote" studies/light_generative_table6.sh ... trains only those tasks' rows, and
 # FEATURES="dialogue_objects" only those groundings (two jobs on two cores must not share a row).
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -euo pipefail

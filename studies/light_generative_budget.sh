@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The two starting points of the generative transformer on one data budget: the
 # first TRAIN dialogue examples of LIGHT-sim, one pass, then valid/test on the first examples.
-#   tools/light_generative_budget.sh runs/light-sim-full 24000
+#   studies/light_generative_budget.sh runs/light-sim-full 24000
 # Each run resumes from its run directory; a finished one (results.json: ppl, word_ppl, f1,
 # r_at_1) is skipped.
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac

@@ -1,6 +1,6 @@
 """How much of IR's score on a LIGHT-sim corpus comes from lines naming their chat's characters.
 
-    python tools/light_sim_names_probe.py runs/light-sim-v2-small /tmp/v2-small-nonames
+    python studies/light_sim_names_probe.py runs/light-sim-v2-small /tmp/v2-small-nonames
     zoo eval light --model ir --source sim --sim-dir /tmp/v2-small-nonames --split test --bootstrap 1000
 
 Writes a copy of the corpus in which every utterance loses the words of its own chat's two
@@ -53,7 +53,7 @@ def main(argv=None) -> int:
     total = sum(turn.speech is not None for episodes in splits.values() for e in episodes for turn in e.turns)
     config = SimConfig(**manifest["config"])
     write_corpus(probed, args.out, config, load_world(None, config.world),
-                 {"probe": f"tools/light_sim_names_probe.py on {args.corpus}: character names removed from speech"})
+                 {"probe": f"studies/light_sim_names_probe.py on {args.corpus}: character names removed from speech"})
     print(f"{changed} of {total} utterances named a character of their chat; copy without the names in {args.out}")
     return 0
 

@@ -3,7 +3,7 @@
 # (runs/blocks/sup-orig-s1, tools/blocks_seed.sh 1; w/o previous action from its own, trained
 # here the same way), so each row compares with seed 1's own
 # bandit run (runs/blocks/bandit-s1: dev 4.352 / 4.487 after bandit epochs 1 / 2):
-#   tools/blocks_ablations.sh [extra overrides]
+#   studies/blocks_ablations.sh [extra overrides]
 # Two bandit epochs per row (EPOCHS=...), one row after another, each resumable; a finished row
 # (its pretrained/ export) is skipped, so relaunching continues the table. ROWS="f1 reinforce"
 # runs only those rows. Each row's metrics.jsonl holds its per-epoch tuning and dev errors.

@@ -5,7 +5,7 @@
 # training data. The small encoders leave a GPU mostly idle, so jobs share it (and the CPU
 # cores tokenise for them); each job trains for at most $TRAIN_TIME, then tests and exports.
 #
-#   tools/light_suite.sh OUT_DIR [JOB ...]          # default: every job below
+#   studies/light_suite.sh OUT_DIR [JOB ...]          # default: every job below
 #
 # Environment: SIM_DIR (a LIGHT-sim corpus, e.g. runs/light-sim-full), TRAIN_TIME (Lightning
 # max_time, default 00:00:04:40), DEADLINE (seconds after which unfinished jobs are stopped,
@@ -14,7 +14,7 @@
 case "${1:-}" in -h|--help) sed -n '2,/^[^#]/{/^#/s/^# \{0,1\}//p}' "$0"; exit 0;; esac
 set -uo pipefail
 cd "$(dirname "$0")/.."
-out="${1:?usage: tools/light_suite.sh OUT_DIR [JOB ...]}"; shift
+out="${1:?usage: studies/light_suite.sh OUT_DIR [JOB ...]}"; shift
 : "${SIM_DIR:?set SIM_DIR to a LIGHT-sim corpus directory}"
 train_time="${TRAIN_TIME:-00:00:04:40}"
 deadline="${DEADLINE:-540}"

@@ -1,6 +1,6 @@
 """What stopping is worth to a Blocks policy that never stops: its error after each move.
 
-    python tools/blocks_stop_horizon.py blocks-bandit runs/blocks/bandit-s1/best-dev runs/blocks/bandit-s2/best-dev \
+    python studies/blocks_stop_horizon.py blocks-bandit runs/blocks/bandit-s1/best-dev runs/blocks/bandit-s2/best-dev \
         --labels "seed 0 (blocks-bandit)" "seed 1" "seed 2" --json --plot docs/results/blocks_stop_horizon.png
 
 Our bandit policies' greedy episodes never end by STOP: each runs to the 40-move horizon and

@@ -1,6 +1,6 @@
 """Vocabulary growth of LIGHT-sim corpora against the issue-16 goal, with a projection to full size.
 
-    python tools/light_vocab_growth.py "v1 full=runs/light-sim-full" "v2 small=runs/light-sim-v2-small" \
+    python studies/light_vocab_growth.py "v1 full=runs/light-sim-full" "v2 small=runs/light-sim-v2-small" \
         --json docs/results/light_vocab_growth.jsonl --plot docs/results/light_vocab_growth.png
 
 Why: the goal is a training vocabulary within 25% of real LIGHT's ~32k at 110,877

@@ -1,6 +1,6 @@
 """Where a Blocks policy's error comes from: the wrong block, or the right block in the wrong place.
 
-    python tools/blocks_error_sources.py blocks-supervised blocks-bandit --json \
+    python studies/blocks_error_sources.py blocks-supervised blocks-bandit --json \
         --out docs/results/blocks_error_sources.jsonl
 
 The paper's metric sums every block's distance to its goal (docs/blocks_environment.md §5.1), so a policy loses in

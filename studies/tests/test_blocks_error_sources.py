@@ -1,4 +1,4 @@
-"""tools/blocks_error_sources.py: a Blocks policy's error split into the gold block and the others."""
+"""studies/blocks_error_sources.py: a Blocks policy's error split into the gold block and the others."""
 
 from __future__ import annotations
 
@@ -9,11 +9,11 @@ from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.geometry import NUM_ACTIONS, NUM_DIRECTIONS, STOP
 from zoo.models.blocks.agent import BlocksAgent
 from zoo.models.blocks.baselines import BlocksDemonstrations, BlocksStop
-from tools_support import load_tool as load_any_tool
+from study_support import load_study
 
 
-def load_tool():
-    return load_any_tool("blocks_error_sources")
+def error_sources():
+    return load_study("blocks_error_sources")
 
 
 class AlwaysBlockZero(BlocksAgent):
@@ -36,25 +36,25 @@ def dev_examples():
 
 
 def test_the_gold_block_mask_allows_its_four_moves_and_stop():
-    mask = load_tool().gold_block_mask(torch.tensor([0, 7]))
+    mask = error_sources().gold_block_mask(torch.tensor([0, 7]))
     assert mask[0].nonzero().flatten().tolist() == [0, 1, 2, 3, STOP]
     assert mask[1].nonzero().flatten().tolist() == [7 * NUM_DIRECTIONS + d for d in range(NUM_DIRECTIONS)] + [STOP]
 
 
 def test_oracles_and_stop_touch_only_the_gold_block(dev_examples):
-    tool = load_tool()
-    stop = tool.play(BlocksStop(), dev_examples, given_block=False)
+    study = error_sources()
+    stop = study.play(BlocksStop(), dev_examples, given_block=False)
     assert stop["other_blocks"] == 0.0 and stop["gold_block"] == stop["final"] and stop["stop_rate"] == 1.0
     assert stop["first_move_gold_block"] is None and stop["moves"] == 0
-    oracle = tool.play(BlocksDemonstrations(), dev_examples, given_block=False)
+    oracle = study.play(BlocksDemonstrations(), dev_examples, given_block=False)
     assert oracle["other_blocks"] == 0.0 and oracle["only_gold_block_moved"] == 1.0
     assert oracle["first_move_gold_block"] == 1.0 and oracle["final"] < stop["final"]
 
 
 def test_giving_the_block_keeps_a_policy_off_the_other_blocks(dev_examples):
-    tool = load_tool()
-    as_is = tool.play(AlwaysBlockZero(), dev_examples, given_block=False)
-    given = tool.play(AlwaysBlockZero(), dev_examples, given_block=True)
+    study = error_sources()
+    as_is = study.play(AlwaysBlockZero(), dev_examples, given_block=False)
+    given = study.play(AlwaysBlockZero(), dev_examples, given_block=True)
     assert as_is["final"] == pytest.approx(as_is["gold_block"] + as_is["other_blocks"], abs=2e-3)
     assert as_is["other_blocks"] > 0 and as_is["only_gold_block_moved"] < 1.0  # block 0 is not always the gold one
     assert given["other_blocks"] == 0.0 and given["only_gold_block_moved"] == 1.0

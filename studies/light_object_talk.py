@@ -1,6 +1,6 @@
 """How much a corpus's speech talks about the objects of its chat: what the objects grounding can add.
 
-    python tools/light_object_talk.py fixture v1=~/.cache/zoo/light/sim/ac316c38659075c7 \
+    python studies/light_object_talk.py fixture v1=~/.cache/zoo/light/sim/ac316c38659075c7 \
         v2=runs/light-sim-v2-t09-full --limit 2000 --json docs/results/light_object_talk.jsonl
 
 Per corpus (the fixture's real utterances, or a LIGHT-sim corpus's first ``--limit`` train
