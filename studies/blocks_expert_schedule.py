@@ -25,8 +25,8 @@ from pathlib import Path
 
 import torch
 
-# The learning curve is the one benchmarks/tuning_curve.py keeps, so every method's curve compares.
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "benchmarks"))
+# The learning curve is the one studies/support/tuning_curve.py keeps, so every method's curve compares.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))
 from tuning_curve import TuningCurve  # noqa: E402
 
 from zoo.blocks.datamodule import BlocksDataModule  # noqa: E402

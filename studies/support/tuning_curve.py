@@ -1,4 +1,4 @@
-"""The learning curve the short-budget Blocks benchmarks report (``blocks_bandit_schedule.py``,
+"""The learning curve the short-budget Blocks studies report (``blocks_bandit_schedule.py``,
 ``blocks_expert_schedule.py``): the greedy error on tuning examples every so many training
 episodes, beside the frames, updates and episode lengths so far, printed and appended to a
 JSON-lines file. One class for every method, so their curves compare field for field."""
