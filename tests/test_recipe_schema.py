@@ -151,11 +151,24 @@ def test_the_blocks_model_options_are_each_objective_s_arguments():
 
     for name, schema in BLOCKS_RECIPES.items():
         options = schema.model_fields["model"].annotation.model_fields["options"].annotation.__args__[0]
-        arguments = set(inspect.signature(model_spec(name).cls.__init__).parameters) - {"self"}
+        arguments = model_spec(name).cls.config_keys()
         assert set(options.model_fields) <= arguments, name
         assert arguments - set(options.model_fields) == {"vocabulary", "history", "image_size"}, name
         yaml = OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
         assert set(yaml.model.options) <= set(options.model_fields), name
+
+
+def test_the_blocks_network_options_are_the_network_config_s_settings_with_its_defaults():
+    """One definition: a new network setting or default reaches every Blocks recipe's rules."""
+    from dataclasses import fields
+
+    from zoo.models.blocks import BlocksNetworkConfig
+
+    defaults = {setting.name: setting.default for setting in fields(BlocksNetworkConfig)
+                if setting.name not in recipe_schema.FIXED_NETWORK_SETTINGS}
+    section = recipe_schema.BlocksNetworkOptions.model_fields
+    assert set(section) - set(defaults) == {"learning_rate"}
+    assert {name: section[name].default for name in defaults} == defaults
 
 
 def test_the_choices_are_the_code_s_own():

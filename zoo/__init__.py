@@ -18,13 +18,14 @@ __version__ = "0.2.0"
 
 _EXPORTS = {
     "BiRanker": "zoo.models",
-    "BlockPolicy": "zoo.models",
     "BlocksBandit": "zoo.models",
     "BlocksDataModule": "zoo.blocks.datamodule",
     "BlocksDemonstrations": "zoo.models",
     "BlocksDQN": "zoo.models",
     "BlocksEnsemble": "zoo.models",
+    "BlocksNetworkConfig": "zoo.models.blocks",
     "BlocksPlanner": "zoo.models",
+    "BlocksPolicy": "zoo.models",
     "BlocksRandom": "zoo.models",
     "BlocksReinforce": "zoo.models",
     "BlocksStop": "zoo.models",

@@ -49,7 +49,7 @@ def create_model(name: str, pretrained: bool = False, **overrides) -> Grounded:
 
 
 def model_class(class_name: str) -> type[Grounded]:
-    """The model class named in a checkpoint's ``config.json`` (its own name or a former one)."""
+    """The model class named in a checkpoint's ``config.json``."""
     _import_models()
     return registered_class(class_name)
 

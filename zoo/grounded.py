@@ -8,6 +8,7 @@ methods, so a new model only has to say how it scores.
 
 from __future__ import annotations
 
+import inspect
 import json
 import os
 from pathlib import Path
@@ -20,8 +21,8 @@ from zoo.remote_code import refuse_remote_code, refuse_remote_code_in_folder
 from zoo.safe_json import read_json
 from zoo.weights import DEFAULT_MAX_SHARD_SIZE, check_against_weights, load_weights, save_weights
 
-__all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "read_checkpoint_config", "refuse_remote_code",
-           "set_class_lookup"]
+__all__ = ["CONFIG_NAME", "Grounded", "check_against_weights", "named_arguments", "read_checkpoint_config",
+           "refuse_remote_code", "set_class_lookup"]
 
 CONFIG_NAME = "config.json"
 
@@ -68,6 +69,14 @@ class Grounded(L.LightningModule):
         return self.score(observations, candidates).argmax(dim=-1)
 
     # ------------------------------------------------------------------ persistence
+    @classmethod
+    def config_keys(cls) -> frozenset[str] | None:
+        """The keys a config may give ``cls(**config)`` (a ``config.json``, a recipe's
+        ``model.options``): the constructor's named arguments, or None when it takes any keyword
+        and checks them itself. A class whose ``**options`` are a known set names them here."""
+        parameters = inspect.signature(cls.__init__).parameters.values()
+        return None if any(p.kind is p.VAR_KEYWORD for p in parameters) else named_arguments(cls)
+
     def config(self) -> dict:
         """The constructor arguments that rebuild this model (its saved hyper-parameters)."""
         return {key: value for key, value in dict(self.hparams).items()}
@@ -138,6 +147,12 @@ class Grounded(L.LightningModule):
         """Counterpart of :meth:`save_extra_files`."""
 
 
+def named_arguments(cls: type) -> frozenset[str]:
+    """The arguments ``cls``'s constructor names (not ``self``, ``*args`` or ``**options``)."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return frozenset(p.name for p in parameters if p.kind in (p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)) - {"self"}
+
+
 def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]:
     """The model class and constructor arguments in ``directory/config.json``, validated."""
     config_path = directory / CONFIG_NAME
@@ -158,11 +173,9 @@ def read_checkpoint_config(directory: Path, expected: type) -> tuple[type, dict]
         raise TypeError(f"{directory} holds a {target.__name__}, not a {expected.__name__}")
     config = dict(payload["config"])
     refuse_remote_code(config, config_path)
-    import inspect
-
-    accepted = inspect.signature(target.__init__).parameters
-    if not any(p.kind is p.VAR_KEYWORD for p in accepted.values()):
-        unknown = sorted(set(config) - set(accepted))
+    accepted = target.config_keys()
+    if accepted is not None:
+        unknown = sorted(set(config) - accepted)
         if unknown:
             raise ValueError(f"{config_path}: {target.__name__} takes no argument(s) {', '.join(map(repr, unknown))}")
     return target, config

@@ -16,12 +16,14 @@ module only states the rules and turns pydantic's report into one line.
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any, Literal, Optional, Union, get_args
+from dataclasses import fields
+from typing import Annotated, Any, Literal, Optional, Union, get_args, get_type_hints
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, field_validator, \
-    model_validator
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, ValidationInfo, create_model, \
+    field_validator, model_validator
 
 from zoo.blocks.procedural import MAX_TRANSITIONS as PROCEDURAL_TRANSITIONS_MAX
+from zoo.models.blocks.network_config import BlocksNetworkConfig
 
 # ------------------------------------------------------------------------------------- sizes
 # Upper bounds of the model sizes a constructor takes, each 5-20x the largest size the papers
@@ -457,18 +459,28 @@ class BlocksData(Section):
     episodes_per_batch: Annotated[int, Field(ge=1, le=4096)]
 
 
-class BlocksNetworkOptions(OpenSection):
-    """``zoo.models.blocks.BlocksPolicy``'s sizes (the paper's Appendix C); every objective takes them."""
+FIXED_NETWORK_SETTINGS = ("vocabulary", "history", "image_size")
+"""Network settings no recipe sets: the data's words, and the history and image size its stacks have."""
 
-    embedding_dim: Width = 150
-    lstm_dim: Width = 250
-    image_dim: Width = 200
-    conv_channels: Channels = 32
-    block_embedding_dim: Width = 32
-    direction_embedding_dim: Width = 24
-    hidden_dim: Width = 120
-    use_previous_action: bool = True
-    init: Literal["original", "glorot"] = "glorot"
+
+def _network_settings() -> type[OpenSection]:
+    """The recipe options of the network's other settings, each with the type and default
+    :class:`~zoo.models.blocks.network_config.BlocksNetworkConfig` gives it; sizes are bounded
+    as widths, the convolutions' channels as channels."""
+    types = get_type_hints(BlocksNetworkConfig)
+    rules = {}
+    for setting in fields(BlocksNetworkConfig):
+        if setting.name not in FIXED_NETWORK_SETTINGS:
+            rule = Channels if setting.name == "conv_channels" else Width if types[setting.name] is int \
+                else types[setting.name]
+            rules[setting.name] = (rule, setting.default)
+    return create_model("BlocksNetworkSettings", __base__=OpenSection, **rules)
+
+
+class BlocksNetworkOptions(_network_settings()):
+    """What every objective of ``zoo.models.blocks`` takes: the network's settings (the paper's
+    Appendix C sizes by default) and the learning rate."""
+
     learning_rate: LearningRate = 1e-3
 
 

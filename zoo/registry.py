@@ -19,8 +19,8 @@ from typing import Callable
 
 from zoo.grounded import set_class_lookup
 
-__all__ = ["ModelSpec", "register_class", "register_class_name", "register_model", "registered_class",
-           "registered_names", "registered_spec"]
+__all__ = ["ModelSpec", "register_class", "register_model", "registered_class",
+           "registered_names", "registered_spec", "retire_class_name"]
 
 
 @dataclass(frozen=True)
@@ -33,6 +33,7 @@ class ModelSpec:
 
 _MODELS: dict[str, ModelSpec] = {}
 _CLASSES: dict[str, type] = {}
+_RETIRED: dict[str, str] = {}
 
 
 def register_class(cls: type) -> type:
@@ -41,11 +42,10 @@ def register_class(cls: type) -> type:
     return cls
 
 
-def register_class_name(name: str, cls: type) -> None:
-    """Make a former name of ``cls`` (one that saved configs still hold) load as ``cls``."""
-    if name in _CLASSES and _CLASSES[name] is not cls:
-        raise ValueError(f"class name {name!r} is already registered to {_CLASSES[name].__name__}")
-    _CLASSES[name] = cls
+def retire_class_name(name: str, advice: str) -> None:
+    """A class name that configs saved by zoo 0.2 and before hold and that zoo no longer loads:
+    looking it up says so in one line, with ``advice``, how to rewrite such a config."""
+    _RETIRED[name] = advice
 
 
 def register_model(name: str, defaults: dict | None = None, description: str = "") -> Callable:
@@ -75,7 +75,11 @@ def registered_spec(name: str) -> ModelSpec:
 
 
 def registered_class(class_name: str) -> type:
-    """The class registered under a ``config.json`` class name (its own or a former one)."""
+    """The class registered under a ``config.json`` class name; a retired name is a one-line
+    ``KeyError`` that says how to rewrite the config."""
+    if class_name in _RETIRED and class_name not in _CLASSES:
+        raise KeyError(f"{class_name} is a class name of zoo 0.2 and before, which zoo no longer reads: "
+                       f"{_RETIRED[class_name]}")
     if class_name not in _CLASSES:
         raise KeyError(f"unknown model class {class_name!r}; known classes: {', '.join(sorted(_CLASSES))}")
     return _CLASSES[class_name]

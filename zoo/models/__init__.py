@@ -2,12 +2,12 @@
 
 from zoo.models.bi_ranker import BiRanker
 from zoo.models.blocks import (  # noqa: F401
-    BlockPolicy,
     BlocksBandit,
     BlocksDemonstrations,
     BlocksDQN,
     BlocksEnsemble,
     BlocksPlanner,
+    BlocksPolicy,
     BlocksRandom,
     BlocksReinforce,
     BlocksStop,
@@ -25,6 +25,6 @@ from zoo.models.memnet import TransformerMemNet  # noqa: F401
 from zoo.models.starspace import StarSpaceRanker  # noqa: F401
 
 __all__ = [
-    "BiRanker", "BlockPolicy", "BlocksBandit", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksPlanner",
+    "BiRanker", "BlocksBandit", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksPlanner", "BlocksPolicy",
     "BlocksRandom", "BlocksReinforce", "BlocksStop", "BlocksSupervised", "CrossRanker", "GenerativeTransformer",
 ]

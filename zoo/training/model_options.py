@@ -5,7 +5,6 @@ instead of failing after the data has loaded). Both runners build their models f
 from __future__ import annotations
 
 import difflib
-import inspect
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -21,9 +20,9 @@ def model_options(config: DictConfig) -> tuple[ModelSpec, dict]:
         spec = model_spec(config.model.name)
     except KeyError as error:
         raise SystemExit(f"model.name: {error.args[0]}") from None
-    accepted = set(inspect.signature(spec.cls.__init__).parameters) - {"self"}
+    accepted = spec.cls.config_keys()
     for key in options:
-        if key not in accepted:
+        if accepted is not None and key not in accepted:
             close = difflib.get_close_matches(key, sorted(accepted), n=1)
             hint = f"; did you mean 'model.options.{close[0]}'?" if close else ""
             raise SystemExit(f"unknown config key 'model.options.{key}': {config.model.name} takes no such option{hint}")

@@ -1,13 +1,14 @@
-"""Blocks policies: the CNN-LSTM network (``network``), the base every objective extends
-(``policy``), one LightningModule per objective, the baselines and ensembles.
+"""Blocks policies: the CNN-LSTM network (``network``, its settings ``BlocksNetworkConfig``), the
+base every objective extends (``policy``), one LightningModule per objective, the baselines and ensembles.
 
 A new objective is one module here with a ``@register_objective("name")`` class, plus its
-import below: importing this package registers every objective, baseline and former name.
+import below: importing this package registers every objective and baseline.
 """
 
 from zoo.models.blocks.agent import BlocksAgent
 from zoo.models.blocks.baselines import BlocksDemonstrations, BlocksRandom, BlocksStop
 from zoo.models.blocks.ensemble import BlocksEnsemble
+from zoo.models.blocks.network_config import BlocksNetworkConfig
 from zoo.models.blocks.policy import BlocksPolicy, list_objectives, objective_class, register_objective
 from zoo.models.blocks.supervised import BlocksSupervised
 from zoo.models.blocks.bandit import BlocksBandit
@@ -16,10 +17,9 @@ from zoo.models.blocks.dqn import BlocksDQN
 from zoo.models.blocks.planner import BlocksPlanner
 from zoo.models.blocks.dagger import BlocksDagger
 from zoo.models.blocks.spo import BlocksSpo
-from zoo.models.blocks.legacy import BlockPolicy  # former configurations (checkpoints/blocks-*)
 
 __all__ = [
-    "BlockPolicy", "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble",
-    "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksSpo", "BlocksStop", "BlocksSupervised",
-    "list_objectives", "objective_class", "register_objective",
+    "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble",
+    "BlocksNetworkConfig", "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksSpo", "BlocksStop",
+    "BlocksSupervised", "list_objectives", "objective_class", "register_objective",
 ]

@@ -40,17 +40,12 @@ class BlocksBandit(BlocksPolicy):
     data_mode = "episodes"
     training_loop = "contextual_bandit"
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
-                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
-                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-3, entropy_coefficient: float = 0.1,
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, entropy_coefficient: float = 0.1,
                  loss_form: str = "original", episodes_per_update: int = 1, update_weighting: str = "steps",
                  reward_baseline: str = "none", gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
-                 failure_penalty: float = -1.0):
-        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
-                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
-                         learning_rate)
+                 failure_penalty: float = -1.0, **network):
+        super().__init__(vocabulary, learning_rate=learning_rate, **network)
 
     def check_settings(self) -> None:
         settings = self.hparams

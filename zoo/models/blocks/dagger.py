@@ -31,15 +31,10 @@ class BlocksDagger(BlocksPolicy):
     data_mode = "episodes"
     training_loop = "expert"
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
-                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
-                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", beta_start: float = 1.0, beta_decay: float = 0.99,
-                 beta_end: float = 0.0, stop_weight: float = 1.0):
-        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
-                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
-                         learning_rate)
+                 beta_end: float = 0.0, stop_weight: float = 1.0, **network):
+        super().__init__(vocabulary, learning_rate=learning_rate, **network)
 
     def check_settings(self) -> None:
         if self.hparams.gradient_clip_algorithm not in CLIP_ALGORITHMS:

@@ -21,14 +21,9 @@ class BlocksDQN(BlocksPolicy):
     data_mode = "episodes"
     training_loop = "dqn"
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
-                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
-                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-3, discount: float = 0.9,
-                 reward: str = "shaped", failure_penalty: float = -1.0):
-        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
-                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
-                         learning_rate)
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, discount: float = 0.9,
+                 reward: str = "shaped", failure_penalty: float = -1.0, **network):
+        super().__init__(vocabulary, learning_rate=learning_rate, **network)
 
     def build_heads(self, hidden_dim: int) -> None:
         self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)

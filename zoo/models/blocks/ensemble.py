@@ -52,7 +52,10 @@ def build_member(member: Any, index: int) -> BlocksAgent:
     if not isinstance(member, dict) or set(member) != {"model_class", "config"} \
             or not isinstance(member["model_class"], str) or not isinstance(member["config"], dict):
         raise ValueError(f"ensemble member {index} must be {{'model_class': str, 'config': object}}")
-    target = model_class(member["model_class"])
+    try:
+        target = model_class(member["model_class"])
+    except KeyError as error:  # an unknown or retired class name: its one line, naming the member
+        raise ValueError(f"ensemble member {index}: {error.args[0]}") from None
     if not issubclass(target, BlocksAgent) or target is BlocksEnsemble:
         raise ValueError(f"ensemble member {index} is a {target.__name__}, not a Blocks policy")
     return target(**member["config"])

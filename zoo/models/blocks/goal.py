@@ -29,7 +29,10 @@ from zoo.blocks.geometry import MAX_BLOCKS
 from zoo.blocks.goals import MAP_CELLS, cell_centre, goal_errors
 from zoo.blocks.history import standardize_stacks
 from zoo.blocks.render import IMAGE_SIZE
-from zoo.models.blocks.network import InstructionEncoder
+from zoo.models.blocks.network import BlocksNetworkConfig, InstructionEncoder
+
+INSTRUCTION_OPTIONS = ("embedding_dim", "lstm_dim")
+"""The network settings the goal predictor reads: its instruction encoder's (the policies' own)."""
 
 
 def coordinate_channels(size: int) -> torch.Tensor:
@@ -54,16 +57,23 @@ class TextKernels(nn.Module):
 
 class BlocksGoalPredictor(L.LightningModule):
     """Start frame and instruction -> scores of the goal over a ``MAP_CELLS``² map and of the
-    block to move (20)."""
+    block to move (20).
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, channels: int = 32,
-                 levels: int = 4, dropout: float = 0.1, block_weight: float = 1.0, learning_rate: float = 1e-3,
-                 weight_decay: float = 0.0):
+    ``network``: the settings of the instruction encoder it shares with the policies
+    (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`'s ``embedding_dim`` and
+    ``lstm_dim``, the paper's sizes unless given); ``channels`` and ``levels`` size its own
+    convolutions."""
+
+    def __init__(self, vocabulary: list[str], *, channels: int = 32, levels: int = 4, dropout: float = 0.1,
+                 block_weight: float = 1.0, learning_rate: float = 1e-3, weight_decay: float = 0.0, **network):
         super().__init__()
+        config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network, INSTRUCTION_OPTIONS)
+        network.update({key: getattr(config, key) for key in INSTRUCTION_OPTIONS})  # saved, defaults too
         self.save_hyperparameters()
         if levels < 2:
             raise ValueError(f"a goal predictor needs at least 2 levels; got {levels}")
-        self.instruction = InstructionEncoder(len(vocabulary), embedding_dim, lstm_dim)
+        self.instruction = InstructionEncoder.from_config(config)
+        lstm_dim = config.lstm_dim
         self.register_buffer("coordinates", coordinate_channels(IMAGE_SIZE), persistent=False)
         # Encoder: 120 -> 60 (5x5, stride 2), then halving with 3x3 stride-2 convolutions.
         self.encoder = nn.ModuleList(

@@ -4,7 +4,8 @@ Image stack (current frame and K=4 previous, [15, 120, 120]) -> three convolutio
 instruction -> 150-d embeddings -> LSTM(250) -> mean over tokens; previous action -> block
 (32-d, 21 values with "none") and direction (24-d, 6 values with "none") embeddings;
 concatenation (506-d) -> ReLU layer of 120, which the heads read. The heads and what trains
-them are the objectives' (:mod:`zoo.models.blocks.policy` and one module per objective).
+them are the objectives' (:mod:`zoo.models.blocks.policy` and one module per objective); the sizes
+and the other settings are a :class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`'s.
 """
 
 from __future__ import annotations
@@ -18,10 +19,10 @@ from zoo.blocks.geometry import MAX_BLOCKS, NUM_DIRECTIONS, STOP
 from zoo.blocks.history import pixel_sums, standardization
 from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
+from zoo.models.blocks.network_config import INITIALISATIONS, NETWORK_OPTIONS, BlocksNetworkConfig  # noqa: F401
 from zoo.models.incremental_conv import FirstConvolutionTracker
 from zoo.scratch import ScratchBuffers
 
-INITIALISATIONS = ("glorot", "original")
 NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
 NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
 STOP_DIRECTION = NUM_DIRECTIONS
@@ -39,7 +40,8 @@ def _normal_(weight: torch.Tensor, std: float, truncated: bool) -> None:
 class ImageEncoder(nn.Module):
     """Three ReLU convolutions with TensorFlow's SAME padding (120 -> 30 -> 8 -> 4), then linear."""
 
-    def __init__(self, in_channels: int, channels: int = 32, out_dim: int = 200, image_size: int = 120):
+    def __init__(self, in_channels: int, channels: int = BlocksNetworkConfig.conv_channels,
+                 out_dim: int = BlocksNetworkConfig.image_dim, image_size: int = BlocksNetworkConfig.image_size):
         super().__init__()
         self.convolutions = nn.Sequential(
             # In place: the convolutions' backward does not need their outputs, and a fresh
@@ -162,20 +164,20 @@ class ImageEncoder(nn.Module):
 class InstructionEncoder(nn.Module):
     """Word embeddings -> LSTM -> mean of the hidden states over the real tokens."""
 
-    def __init__(self, vocabulary_size: int, embedding_dim: int = 150, hidden_dim: int = 250):
+    def __init__(self, vocabulary_size: int, embedding_dim: int, hidden_dim: int):
         super().__init__()
         self.embed = nn.Embedding(vocabulary_size, embedding_dim, padding_idx=0)
         self.lstm = nn.LSTM(embedding_dim, hidden_dim, batch_first=True)
+
+    @classmethod
+    def from_config(cls, config: BlocksNetworkConfig) -> "InstructionEncoder":
+        """The encoder of ``config``'s words, embeddings and LSTM (the policies' and the goal predictor's)."""
+        return cls(len(config.vocabulary), config.embedding_dim, config.lstm_dim)
 
     def forward(self, tokens: torch.Tensor, lengths: torch.Tensor) -> torch.Tensor:
         packed = pack_padded_sequence(self.embed(tokens), lengths.cpu(), batch_first=True, enforce_sorted=False)
         states, _ = pad_packed_sequence(self.lstm(packed)[0], batch_first=True)  # zeros past each length
         return states.sum(dim=1) / lengths.to(states.device, states.dtype)[:, None]
-
-
-NETWORK_OPTIONS = ("vocabulary", "embedding_dim", "lstm_dim", "image_dim", "conv_channels", "block_embedding_dim",
-                   "direction_embedding_dim", "hidden_dim", "history", "image_size", "use_previous_action", "init")
-"""What ``config.json`` must hold to rebuild the network (the objectives add their own settings)."""
 
 
 class BlocksNetwork(nn.Module):
@@ -188,24 +190,21 @@ class BlocksNetwork(nn.Module):
     The policy calls :meth:`build_network`, builds its heads, then :meth:`reset_parameters`.
     """
 
-    def build_network(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250,
-                      image_dim: int = 200, conv_channels: int = 32, block_embedding_dim: int = 32,
-                      direction_embedding_dim: int = 24, hidden_dim: int = 120, history: int = 4,
-                      image_size: int = 120, use_previous_action: bool = True, init: str = "glorot") -> None:
-        if init not in INITIALISATIONS:
-            raise ValueError(f"init must be one of {INITIALISATIONS}; got {init!r}")
-        self.history_slots = history
-        self.reads_previous_action = use_previous_action
-        self.init_scheme = init
-        self.vocabulary = Vocabulary(vocabulary)
-        self.image = ImageEncoder(3 * (history + 1), conv_channels, image_dim, image_size)
-        self.instruction = InstructionEncoder(len(vocabulary), embedding_dim, lstm_dim)
+    def build_network(self, config: BlocksNetworkConfig) -> None:
+        """The shared layers, as ``config`` describes them (kept as ``network_config``)."""
+        self.network_config = config
+        self.history_slots = config.history
+        self.reads_previous_action = config.use_previous_action
+        self.init_scheme = config.init
+        self.vocabulary = Vocabulary(config.vocabulary)
+        self.image = ImageEncoder(3 * (config.history + 1), config.conv_channels, config.image_dim, config.image_size)
+        self.instruction = InstructionEncoder.from_config(config)
         action_dim = 0
-        if use_previous_action:
-            self.previous_block = nn.Embedding(MAX_BLOCKS + 1, block_embedding_dim)
-            self.previous_direction = nn.Embedding(NUM_DIRECTIONS + 2, direction_embedding_dim)
-            action_dim = block_embedding_dim + direction_embedding_dim
-        self.hidden = nn.Linear(image_dim + lstm_dim + action_dim, hidden_dim)
+        if config.use_previous_action:
+            self.previous_block = nn.Embedding(MAX_BLOCKS + 1, config.block_embedding_dim)
+            self.previous_direction = nn.Embedding(NUM_DIRECTIONS + 2, config.direction_embedding_dim)
+            action_dim = config.block_embedding_dim + config.direction_embedding_dim
+        self.hidden = nn.Linear(config.image_dim + config.lstm_dim + action_dim, config.hidden_dim)
 
     def reset_parameters(self) -> None:
         """Initial weights (the heads' included); biases zero.

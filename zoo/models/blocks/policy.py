@@ -19,13 +19,27 @@ from torch import nn
 
 from zoo.blocks.geometry import MAX_BLOCKS, NUM_DIRECTIONS, STOP
 from zoo.blocks.observation import BlocksObservation
+from zoo.grounded import named_arguments
 from zoo.models.blocks import losses
 from zoo.models.blocks.agent import BlocksAgent
-from zoo.models.blocks.network import NETWORK_OPTIONS, STOP_DIRECTION, BlocksNetwork
-from zoo.registry import register_model
+from zoo.models.blocks.network import NETWORK_OPTIONS, STOP_DIRECTION, BlocksNetwork, BlocksNetworkConfig
+from zoo.registry import register_model, retire_class_name
 
 _OBJECTIVES: dict[str, type["BlocksPolicy"]] = {}
 TINY_VOCABULARY = ["<pad>", "<unk>"]
+RETIRED_CLASS_NAMES = {
+    "BlockPolicy": "set its model_class to BlocksSupervised, BlocksBandit or the class of the other objective it "
+                   "was trained with (its config's 'objective') and remove the settings that class does not take "
+                   "('objective', 'head', ...)",
+    "StopPolicy": "set its model_class to BlocksStop",
+    "RandomPolicy": "set its model_class to BlocksRandom",
+    "DemonstrationPolicy": "set its model_class to BlocksDemonstrations",
+    "PolicyEnsemble": "set its model_class to BlocksEnsemble (and each member's as its own line says)",
+}
+"""The Blocks class names of zoo 0.2 and before: the single policy class, split by objective
+since, and the baselines' and the ensemble's former names; what a config naming one should say."""
+for _name, _advice in RETIRED_CLASS_NAMES.items():
+    retire_class_name(_name, _advice)
 
 
 def register_objective(name: str, description: str = "") -> Callable:
@@ -68,17 +82,25 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
     reads_instructions = True
     tracks_images = True
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
-                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
-                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-3):
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, **network):
+        """``network``: the network's settings (:class:`BlocksNetworkConfig`'s fields; its defaults,
+        the paper's sizes, for those not given). An objective adds its own settings as keyword
+        arguments and passes ``**network`` on; all of them are the saved hyper-parameters."""
         super().__init__()
+        config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network)
+        # save_hyperparameters reads the constructors' arguments where they are, this dict among
+        # them: filled with the defaults, it saves every network setting, not just those given.
+        network.update(config.to_dict())
         self.save_hyperparameters()
         self.check_settings()
-        self.build_network(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
-                           direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init)
-        self.build_heads(hidden_dim)
+        self.build_network(config)
+        self.build_heads(config.hidden_dim)
         self.reset_parameters()
+
+    @classmethod
+    def config_keys(cls) -> frozenset[str]:
+        """The objective's named arguments and the network's settings (its ``**network``)."""
+        return named_arguments(cls) | frozenset(NETWORK_OPTIONS)
 
     def check_settings(self) -> None:
         """Refuse an objective's bad settings (in ``self.hparams``) in one line, before any layer is built."""
@@ -89,7 +111,7 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
 
     def network_options(self) -> dict:
         """The constructor arguments that rebuild the network (not the objective's settings)."""
-        return {key: self.hparams[key] for key in NETWORK_OPTIONS}
+        return self.network_config.to_dict()
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """A training ``.ckpt`` names its class, as ``config.json`` does, so it loads as what it is."""
@@ -198,13 +220,15 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
 
 def load_training_checkpoint(path: str | Path, **overrides) -> BlocksPolicy:
     """A Blocks policy from a training run's ``.ckpt`` (read with ``weights_only``): the class
-    the checkpoint names, or for checkpoints written before it named one, the class its
-    hyper-parameters map to: the registered name ``BlockPolicy`` builds it
-    (:mod:`zoo.models.blocks.legacy`)."""
+    the checkpoint names, built from its hyper-parameters with ``overrides``."""
     from zoo.registry import registered_class
 
     checkpoint = torch.load(path, map_location="cpu", weights_only=True)
-    target = registered_class(checkpoint.get("model_class", "BlockPolicy"))
+    if "model_class" not in checkpoint:
+        raise ValueError(f"{path} names no model class (a training checkpoint of zoo 0.1, whose one BlockPolicy "
+                         "class zoo no longer reads): export it with zoo 0.2, or set its 'model_class' to the class "
+                         "of its objective and remove the hyper-parameters that class does not take")
+    target = registered_class(checkpoint["model_class"])
     if not issubclass(target, BlocksPolicy):
         raise ValueError(f"the checkpoint holds a {target.__name__}, not a Blocks policy")
     policy = target(**{**dict(checkpoint.get("hyper_parameters") or {}), **overrides})

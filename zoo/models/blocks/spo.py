@@ -32,19 +32,17 @@ class BlocksSpo(BlocksBandit):
 
     training_loop = "scheduled"
 
-    def __init__(self, vocabulary: list[str], embedding_dim: int = 150, lstm_dim: int = 250, image_dim: int = 200,
-                 conv_channels: int = 32, block_embedding_dim: int = 32, direction_embedding_dim: int = 24,
-                 hidden_dim: int = 120, history: int = 4, image_size: int = 120, use_previous_action: bool = True,
-                 init: str = "glorot", learning_rate: float = 1e-4, entropy_coefficient: float = 0.01,
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-4, entropy_coefficient: float = 0.01,
                  loss_form: str = "joint", episodes_per_update: int = 1, update_weighting: str = "steps",
                  reward_baseline: str = "mean", gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
                  failure_penalty: float = -1.0, clip: float = 0.05, ppo_epochs: int = 4,
-                 baseline_window: int = 100, stop_weight: float = 1.0):
-        super().__init__(vocabulary, embedding_dim, lstm_dim, image_dim, conv_channels, block_embedding_dim,
-                         direction_embedding_dim, hidden_dim, history, image_size, use_previous_action, init,
-                         learning_rate, entropy_coefficient, loss_form, episodes_per_update, update_weighting,
-                         reward_baseline, gradient_clip_val, gradient_clip_algorithm, reward, failure_penalty)
+                 baseline_window: int = 100, stop_weight: float = 1.0, **network):
+        super().__init__(vocabulary, learning_rate=learning_rate, entropy_coefficient=entropy_coefficient,
+                         loss_form=loss_form, episodes_per_update=episodes_per_update,
+                         update_weighting=update_weighting, reward_baseline=reward_baseline,
+                         gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm,
+                         reward=reward, failure_penalty=failure_penalty, **network)
 
     def check_settings(self) -> None:
         super().check_settings()
