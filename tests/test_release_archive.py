@@ -28,8 +28,8 @@ def test_run_state_stays_out_of_the_sdist_and_the_wheel(tmp_path):
         done = subprocess.run([sys.executable, "-c", f"import sys; from setuptools import build_meta; build_meta.{hook}(sys.argv[1])",
                                str(tmp_path / "dist")], cwd=source, capture_output=True, text=True, timeout=300)
         assert done.returncode == 0, done.stderr[-2000:]
-    sdist = next((tmp_path / "dist").glob("zoo-*.tar.gz"))
-    wheel = next((tmp_path / "dist").glob("zoo-*.whl"))
+    sdist = next((tmp_path / "dist").glob("grounded_zoo-*.tar.gz"))
+    wheel = next((tmp_path / "dist").glob("grounded_zoo-*.whl"))
     with tarfile.open(sdist) as archive:
         sdist_names = archive.getnames()
     wheel_names = zipfile.ZipFile(wheel).namelist()
