@@ -151,7 +151,10 @@ class Demo:
         return f"data:{kind};base64,{base64.b64encode(data).decode()}"
 
 
-ROUTES = {
+PAGES = ("/", "/index.html")
+"""What a GET serves: the page (every other path is a 404)."""
+
+ROUTES = {  # what a POST calls, with its JSON body (docs/play.md lists them, tests/test_play_showcase.py checks)
     "/api/light/new": lambda demo, body: demo.new_light(_text(body, "room", "random"), _seed(body.get("seed", 0))),
     "/api/light/say": lambda demo, body: demo.light_line(_text(body, "game", ""), _text(body, "line", "")),
     "/api/blocks/new": lambda demo, body: demo.new_blocks(_text(body, "board", "procedural")),
@@ -306,7 +309,7 @@ def handler_for(demo: Demo) -> type[BaseHTTPRequestHandler]:
             refused = self._foreign()
             if refused:
                 self._json(HTTPStatus.FORBIDDEN, {"error": refused})
-            elif self.path in ("/", "/index.html"):
+            elif self.path in PAGES:
                 self._send(HTTPStatus.OK, page(), "text/html; charset=utf-8")
             else:
                 self._json(HTTPStatus.NOT_FOUND, {"error": f"no page {self.path[:80]}"})
