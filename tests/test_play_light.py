@@ -6,6 +6,8 @@ authored world shipped with zoo stages the room.
 """
 
 import json
+import logging
+import re
 
 import pytest
 
@@ -198,3 +200,80 @@ def test_room_text_names_and_the_partners_lines_are_shown_with_control_character
     assert "Graves\\x1b]0;title\\x07 and \\x1b[2J mist." in screen
     assert 'priest: "Peace\\x1b]52;c;SGVsbG8=\\x07 be with you."' in screen
     assert "played by my\\x1b[2Jmodel" in screen
+
+
+def a_partner_with_one_line(monkeypatch):
+    """``zoo play light`` with a partner that answers every line the same way: the room and the
+    screen without the models' time."""
+    from types import SimpleNamespace
+
+    from zoo.play import light_partner
+
+    turn = SimpleNamespace(say="Peace be with you.", action=None, why="", changes=[],
+                           emote=SimpleNamespace(ok=False, command=None), seconds={"say": 0, "act": 0, "emote": 0})
+    partner = SimpleNamespace(take_turn=lambda room: turn)
+    monkeypatch.setattr(light_partner, "load_partner", lambda *args, **kwargs: (partner, {"partner_model": "a stub"}))
+    return partner
+
+
+ROOM_SEED = re.compile(r"^room seed (\d+): rerun with --seed \1 for this room$", re.MULTILINE)
+
+
+def test_without_a_seed_each_game_draws_a_fresh_room_and_prints_the_seed_that_replays_it(
+        tmp_path, no_light_data, monkeypatch, capsys):
+    a_partner_with_one_line(monkeypatch)
+    script = tmp_path / "script.txt"
+    script.write_text("/quit\n")
+    seeds = []
+    for _ in range(3):
+        assert main(["play", "light", "--world", "authored", "--script", str(script)]) == 0
+        screen = capsys.readouterr().out
+        seed = int(ROOM_SEED.search(screen).group(1))
+        assert stage_room(authored_world(), "random", seed=seed).panel() in screen  # the room that seed stages
+        seeds.append(seed)
+    assert len(set(seeds)) > 1  # three equal draws of a million seeds: one chance in 10^12
+
+    assert main(["play", "light", "--world", "authored", "--seed", str(seeds[0]), "--script", str(script)]) == 0
+    replayed = capsys.readouterr().out
+    assert stage_room(authored_world(), "random", seed=seeds[0]).panel() in replayed
+    assert not ROOM_SEED.search(replayed)
+
+
+def test_an_explicit_seed_stages_the_room_it_always_did(tmp_path, no_light_data, monkeypatch, capsys):
+    a_partner_with_one_line(monkeypatch)
+    script = tmp_path / "script.txt"
+    script.write_text("/quit\n")
+    for seed in ("0", "2"):
+        assert main(["play", "light", "--world", "authored", "--seed", seed, "--script", str(script)]) == 0
+        screen = capsys.readouterr().out
+        assert screen.startswith(stage_room(authored_world(), "random", seed=int(seed)).panel())
+        assert "room seed" not in screen
+
+
+def test_a_missing_light_world_is_noted_once_however_often_a_command_loads_it(
+        tmp_path, monkeypatch, caplog, capsys):
+    """``zoo play light`` loads the world for the game and again for the LIGHT-sim corpus it
+    retrieves from; with no LIGHT world in $ZOO_DATA_DIR, the authored one stands in, said once."""
+    from zoo.light import environment
+    from zoo.light.sim import SimConfig
+    from zoo.light.sim.store import sim_corpus_dir
+    from zoo.play import light_partner
+
+    monkeypatch.setattr(environment, "_noted_roots", set())  # as in a new process
+    monkeypatch.setenv("ZOO_DATA_DIR", str(tmp_path))        # an empty folder
+    partner = a_partner_with_one_line(monkeypatch)
+
+    def load_partner(*args, **kwargs):
+        sim_corpus_dir(SimConfig())  # where the corpus to retrieve from lies: it loads the world again
+        return partner, {"partner_model": "a stub"}
+
+    monkeypatch.setattr(light_partner, "load_partner", load_partner)
+    script = tmp_path / "script.txt"
+    script.write_text("Good evening.\n/quit\n")
+    with caplog.at_level(logging.INFO, logger="zoo.light.environment"):
+        assert main(["play", "light", "--seed", "1", "--script", str(script)]) == 0
+        assert environment.load_world().source == "authored"
+    notes = [record for record in caplog.records if "no LIGHT environment found" in record.getMessage()]
+    assert [(note.levelname, note.getMessage()) for note in notes] == [
+        ("WARNING", "no LIGHT environment found (no folder $ZOO_DATA_DIR/light); using the small authored world "
+                    "shipped with zoo")]

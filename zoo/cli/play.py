@@ -44,7 +44,9 @@ def add_commands(commands, eval_domains) -> None:
     room.add_argument("--room", default="random", help="room name (a unique part of one will do) or 'random'")
     room.add_argument("--as", dest="me", metavar="CHARACTER", help="the character you play (default: drawn)")
     room.add_argument("--partner", metavar="CHARACTER", help="the character the models play (default: drawn)")
-    room.add_argument("--seed", type=int, default=0, help="seeds the room, the cast and the engine (0)")
+    room.add_argument("--seed", type=int, default=None,
+                      help="seeds the room, the cast and the engine (default: a fresh seed, printed so the game "
+                           "can be replayed)")
     room.add_argument("--world", choices=("auto", "official", "environment-full", "environment-flat", "authored"),
                       default="auto", help="which LIGHT world (auto: the real one when present, else the authored)")
     room.add_argument("--data-dir", help="directory with the LIGHT environment (default $ZOO_DATA_DIR/light)")
@@ -216,14 +218,15 @@ def run_light(args) -> int:
     from zoo.play.console import LineSource, ShownOutput
     from zoo.play.light_game import LightGame
     from zoo.play.light_partner import load_partner
-    from zoo.play.light_room import stage_room
+    from zoo.play.light_room import draw_seed, stage_room
     from zoo.play.transcript import Transcript
 
     _tolerant_output()
     # Everything a typo can break is checked before the models load.
     _check_transcript(args)
     world = load_world(args.data_dir, args.world)
-    room = stage_room(world, args.room, args.me, args.partner, args.seed)
+    seed = args.seed if args.seed is not None else draw_seed()
+    room = stage_room(world, args.room, args.me, args.partner, seed)
     screen = ShownOutput(sys.stdout)  # the world's text, the corpus's lines and the command line's names, escaped
     lines = LineSource(args.script, "you> ", screen)
     with Transcript(args.transcript, args.append) as transcript:
@@ -235,6 +238,8 @@ def run_light(args) -> int:
                   f"{index['corpus']} training utterances ({'built' if index['built'] else 'loaded'} in "
                   f"{index['seconds']:.1f}s).")
         game = LightGame(room, partner, screen, transcript)
+        if args.seed is None:
+            screen.write(f"room seed {seed}: rerun with --seed {seed} for this room\n")
         game.start(details)
         game.play(lines)
     return 0

@@ -62,8 +62,24 @@ def load_world(data_dir: str | os.PathLike | None = None, source: str = "auto") 
     if source == "environment-flat":
         raise FileNotFoundError("environment-flat/{rooms,characters,objects}.json not found")
     if source == "auto":
-        log.info("no LIGHT environment found; using the small authored world shipped with zoo")
+        _note_authored_stand_in(root)
     return authored_world()
+
+
+_noted_roots: set[str] = set()
+"""Data directories already said to hold no LIGHT environment, in this process."""
+
+
+def _note_authored_stand_in(root: Path | None) -> None:
+    """Say, once per data directory and process, that the authored world stands in for LIGHT:
+    one command loads the world several times (the game, the LIGHT-sim corpus it retrieves
+    from), and the reader needs to be told once."""
+    key = str(root)
+    if key in _noted_roots:
+        return
+    _noted_roots.add(key)
+    where = f"in {root}" if root is not None else "(no folder $ZOO_DATA_DIR/light)"
+    log.warning("no LIGHT environment found %s; using the small authored world shipped with zoo", where)
 
 
 def authored_world() -> World:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import difflib
 import random
+import secrets
 import textwrap
 from dataclasses import dataclass, field
 
@@ -201,6 +202,16 @@ def changes(before: dict[str, str], after: dict[str, str]) -> list[str]:
              if before[thing] != after.get(thing, "gone")]
     lines += [f"{thing}: {after[thing]}" for thing in after if thing not in before]
     return lines
+
+
+SEEDS = 1_000_000
+"""Drawn seeds are below this: six digits at most, easy to type back after ``--seed``."""
+
+
+def draw_seed() -> int:
+    """A fresh seed for a game whose seed was not given: "a random room" is a different room
+    each time, and the seed, once printed, replays it."""
+    return secrets.randbelow(SEEDS)
 
 
 def stage_room(world: World, room: str | None = None, me: str | None = None, partner: str | None = None,
