@@ -93,7 +93,7 @@ def check_shown(shown: list[str], printed: list[str]) -> None:
             position = len(part)
             continue
         starts = [i for i in range(position, len(printed) - len(part) + 1) if printed[i:i + len(part)] == part]
-        assert starts, f"these shown lines are not printed (in this order):\n" + "\n".join(part)
+        assert starts, "these shown lines are not printed (in this order):\n" + "\n".join(part)
         position = starts[0] + len(part)
     if segments[-1]:
         assert position == len(printed), "the block's last lines are not the last lines printed"
@@ -174,7 +174,7 @@ def test_the_blocks_showcase_gives_the_policys_dev_mean_error_from_its_card():
     dev_mean = re.search(r"^\| dev \| ([\d.]+) \|", card, re.MULTILINE).group(1)
     board = game.argv[game.argv.index("--board") + 1]
     page = (REPO / "docs" / "play.md").read_text(encoding="utf-8")
-    said = page[page.index(f"One board, picked"):page.index(f"$ zoo play blocks --board {board}")]
+    said = page[page.index("One board, picked"):page.index(f"$ zoo play blocks --board {board}")]
     assert board in said and f"**{dev_mean}**" in said
 
 
