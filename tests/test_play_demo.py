@@ -53,7 +53,11 @@ def test_the_page_calls_play_the_same_games_as_the_terminal(demo_url):
     with urllib.request.urlopen(demo_url + "/") as response:
         assert response.status == 200 and b"LIGHT room" in response.read()
     status, room = post(demo_url + "/api/light/new", {"room": "Village graveyard", "seed": 3})
-    assert status == 200 and room["panel"].startswith("== Village graveyard (Graveyard) ==")
+    assert status == 200 and room["panel"].startswith("== Village graveyard (Graveyard) ==") and room["seed"] == 3
+    drawn = [post(demo_url + "/api/light/new", {"room": "random"})[1] for _ in range(3)]
+    assert len({game["seed"] for game in drawn}) > 1  # no seed sent: a fresh one each time, returned
+    _, again = post(demo_url + "/api/light/new", {"room": "random", "seed": drawn[0]["seed"]})
+    assert again["panel"] == drawn[0]["panel"]  # the returned seed replays the room
     status, turn = post(demo_url + "/api/light/say", {"game": room["game"], "line": "/do get gravestone"})
     assert "You can't do that: the gravestone cannot be picked up." in turn["output"]
     status, turn = post(demo_url + "/api/light/say", {"game": room["game"], "line": "Good evening."})

@@ -84,18 +84,21 @@ class Demo:
         return games[key]
 
     # ------------------------------------------------------------------ LIGHT
-    def new_light(self, room: str = "random", seed: int = 0) -> dict:
+    def new_light(self, room: str = "random", seed: int | None = None) -> dict:
+        """A new LIGHT game; without a seed, a fresh one is drawn (a random room is another room
+        each time) and returned, so the page can show it and the game can be replayed."""
         from zoo.play.light_game import LightGame
-        from zoo.play.light_room import stage_room
+        from zoo.play.light_room import draw_seed, stage_room
         from zoo.play.transcript import Transcript
 
-        staged = stage_room(self.world, room or "random", seed=int(seed))
+        seed = draw_seed() if seed is None else int(seed)
+        staged = stage_room(self.world, room or "random", seed=seed)
         out = io.StringIO()
         game = LightGame(staged, self.partner, out, Transcript(None))
         game.start(self.details)
         key = secrets.token_hex(8)
         self._keep(self.light, key, (game, out))
-        return {"game": key, "output": self._drain(out), **self._light_view(game)}
+        return {"game": key, "seed": seed, "output": self._drain(out), **self._light_view(game)}
 
     def light_line(self, key: str, line: str) -> dict:
         from zoo.play.console import clean_line
@@ -155,7 +158,7 @@ PAGES = ("/", "/index.html")
 """What a GET serves: the page (every other path is a 404)."""
 
 ROUTES = {  # what a POST calls, with its JSON body (docs/play.md lists them, tests/test_play_showcase.py checks)
-    "/api/light/new": lambda demo, body: demo.new_light(_text(body, "room", "random"), _seed(body.get("seed", 0))),
+    "/api/light/new": lambda demo, body: demo.new_light(_text(body, "room", "random"), _seed(body.get("seed"))),
     "/api/light/say": lambda demo, body: demo.light_line(_text(body, "game", ""), _text(body, "line", "")),
     "/api/blocks/new": lambda demo, body: demo.new_blocks(_text(body, "board", "procedural")),
     "/api/blocks/instruct": lambda demo, body: demo.blocks_instruction(_text(body, "game", ""),
@@ -170,7 +173,10 @@ def _text(body: dict, key: str, default: str) -> str:
     return value
 
 
-def _seed(value) -> int:
+def _seed(value) -> int | None:
+    """A whole-number seed, or None (absent or empty: the game draws one)."""
+    if value is None or value == "":
+        return None
     if isinstance(value, bool) or (isinstance(value, float) and not value.is_integer()):
         raise ValueError(f"the seed must be a whole number, got {value!r}")
     try:
