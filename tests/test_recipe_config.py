@@ -23,8 +23,8 @@ LIGHT = recipe_files("light-bi")
     ("evaluation.dev_limt=1", "did you mean 'evaluation.dev_limit'"),
     ("trainer.max_epochz=1", "did you mean trainer.max_epochs"),
     ("trainer.max_epochs=abc", "must be an integer >= -1 or null, got .abc."),
-    ("model.options.learning_rate=fast", "expects a number"),
-    ("model.options.use_previous_action=3", "expects true or false"),
+    ("model.options.learning_rate=fast", "'model.options.learning_rate' must be a number > 0 and <= 10, got 'fast'"),
+    ("model.options.use_previous_action=3", "'model.options.use_previous_action' must be true or false, got 3"),
     ("resume.allow_changed={}", "expects list, got {}"),  # an empty mapping is a value, not a section
 ])
 def test_blocks_recipe_names_the_bad_key_and_the_closest_one(override, message):

@@ -36,9 +36,12 @@ def _leaves(node, prefix=""):
 
 
 def _keys(recipe: str) -> list[str]:
+    """The recipe's keys, every Trainer argument, and every option of its model (its YAML holds
+    only those it changes from the constructor)."""
     defaults = OmegaConf.to_container(OmegaConf.merge(*(OmegaConf.load(f) for f in RECIPE_FILES[recipe])))
     trainer_extras = [f"trainer.{key}" for key in recipe_schema.Trainer.model_fields]
-    return sorted({*_leaves(defaults), *trainer_extras})
+    option_extras = [f"model.options.{key}" for key in recipe_schema.option_defaults(defaults["model"]["name"])]
+    return sorted({*_leaves(defaults), *trainer_extras, *option_extras})
 
 
 KEYS = {recipe: _keys(recipe) for recipe in RECIPE_FILES}

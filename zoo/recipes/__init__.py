@@ -63,7 +63,13 @@ def _check(name: str) -> None:
 
 def recipe_defaults(name: str):
     """The recipe's YAML files merged, unchecked and without overrides (an OmegaConf
-    ``DictConfig``): what a benchmark or notebook reads the recipe's settings from."""
+    ``DictConfig``), its ``model.options`` completed with the constructor's defaults (the YAML
+    holds only what the recipe changes): every setting the recipe trains with, what a benchmark
+    or notebook reads them from. Unlike the rest of this module, it imports the models."""
     from omegaconf import OmegaConf
 
-    return OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
+    from zoo.recipe_schema import option_defaults
+
+    merged = OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
+    merged.model.options = OmegaConf.merge(option_defaults(merged.model.name), merged.model.get("options") or {})
+    return merged

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import torch
 
-from zoo.blocks.reward import REWARD_VARIANTS
+from zoo.blocks.reward import REWARD_VARIANTS, RewardConfig
 from zoo.models.blocks import losses
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
@@ -34,17 +34,44 @@ def clip_gradients(parameters, max_norm: float | None, algorithm: str = "per_par
 @register_objective("bandit", "CNN-LSTM block policy trained as a contextual bandit with shaped rewards; pass the vocabulary")
 class BlocksBandit(BlocksPolicy):
     """Learns from its own rollouts (a ContextualBanditLoop's): a policy-gradient step on
-    each decision's immediate reward, with an entropy bonus. ``reward`` and
-    ``failure_penalty`` are the reward its rollouts are scored by (:mod:`zoo.blocks.reward`)."""
+    each decision's immediate reward, with an entropy bonus. The defaults are the released
+    policy's (the paper's settings, but for ``episodes_per_update``).
+
+    Args:
+        vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+        learning_rate: Adam's learning rate (the original trainer's 2.5e-4,
+            docs/blocks_environment.md §6.4).
+        entropy_coefficient: Weight of the heads' entropy bonus in the loss.
+        loss_form: ``"original"`` (log p_block + log p_direction of the sampled pair, +1e-6 inside
+            the logs, as the original) or ``"joint"`` (the log-probability of the joint action).
+        episodes_per_update: One Adam step per this many episodes of a rollout. The original's is 1
+            (docs/blocks_environment.md §6.4), which learned fastest over 2,000 episodes but
+            collapsed over a full epoch here (seed 0: dev 6.87 after epoch 1, STOP never taken); 4,
+            as the released policy, until that is understood.
+        update_weighting: ``"steps"`` (the mean over the update's pooled steps) or ``"episodes"``
+            (each episode's mean, averaged: the original's per-episode mean; the same when
+            ``episodes_per_update`` is 1).
+        reward_baseline: ``"none"`` (the paper's: the raw reward) or ``"mean"`` (each update's mean
+            target subtracted).
+        gradient_clip_val: The norm the policy clips its gradients at, at each of its own steps
+            (it optimises by hand, so the Trainer's clipping does not apply); None: no clipping.
+        gradient_clip_algorithm: ``"per_parameter"`` (each gradient on its own: the original's
+            ``clip_by_norm``) or ``"global"`` (all of them together).
+        reward: The reward its rollouts are scored by: ``"problem"``, ``"f1"``, ``"f2"``,
+            ``"shaped"`` (the paper's) or ``"distance"`` (:class:`~zoo.blocks.reward.RewardConfig`'s default).
+        failure_penalty: The reward of a failed move (the paper's -1; docs/blocks_environment.md §8.3;
+            :class:`~zoo.blocks.reward.RewardConfig`'s default).
+        **network: The network's settings (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`).
+    """
 
     data_mode = "episodes"
     training_loop = "contextual_bandit"
 
-    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, entropy_coefficient: float = 0.1,
-                 loss_form: str = "original", episodes_per_update: int = 1, update_weighting: str = "steps",
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 2.5e-4, entropy_coefficient: float = 0.1,
+                 loss_form: str = "original", episodes_per_update: int = 4, update_weighting: str = "steps",
                  reward_baseline: str = "none", gradient_clip_val: float | None = 5.0,
-                 gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
-                 failure_penalty: float = -1.0, **network):
+                 gradient_clip_algorithm: str = "per_parameter", reward: str = RewardConfig.variant,
+                 failure_penalty: float = RewardConfig.failure_penalty, **network):
         super().__init__(vocabulary, learning_rate=learning_rate, **network)
 
     def check_settings(self) -> None:

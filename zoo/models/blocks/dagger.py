@@ -26,15 +26,25 @@ class BlocksDagger(BlocksPolicy):
     Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``. ``beta_start``,
     ``beta_decay`` and ``beta_end`` are its schedule: the expert's share of the actions in each
     rollout (an ExpertLoop's), multiplied by ``beta_decay`` after every rollout down to ``beta_end``.
-    ``stop_weight`` weighs the STOP labels in the cross-entropy against the moves'."""
+
+    Args:
+        vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+        gradient_clip_val: The norm it clips its gradients at, at each of its own steps; None: no clipping.
+        gradient_clip_algorithm: ``"per_parameter"`` (each gradient on its own) or ``"global"``.
+        beta_start: The expert's share of the actions in the first rollout.
+        beta_decay: Beta is multiplied by this after every rollout (0.99: 0.37 after 100 rollouts).
+        beta_end: The least share beta falls to.
+        stop_weight: The STOP labels' weight in the cross-entropy against the moves'.
+        **settings: :class:`~zoo.models.blocks.policy.BlocksPolicy`'s (the learning rate, the network's settings).
+    """
 
     data_mode = "episodes"
     training_loop = "expert"
 
-    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, gradient_clip_val: float | None = 5.0,
+    def __init__(self, vocabulary: list[str], *, gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", beta_start: float = 1.0, beta_decay: float = 0.99,
-                 beta_end: float = 0.0, stop_weight: float = 1.0, **network):
-        super().__init__(vocabulary, learning_rate=learning_rate, **network)
+                 beta_end: float = 0.0, stop_weight: float = 1.0, **settings):
+        super().__init__(vocabulary, **settings)
 
     def check_settings(self) -> None:
         if self.hparams.gradient_clip_algorithm not in CLIP_ALGORITHMS:

@@ -8,6 +8,7 @@ from torch import nn
 
 from zoo.blocks.geometry import NUM_ACTIONS
 from zoo.blocks.observation import BlocksObservation
+from zoo.blocks.reward import RewardConfig
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
 
@@ -16,13 +17,22 @@ class BlocksDQN(BlocksPolicy):
     """Q-values of the 81 actions, learned from a DQNLoop's replay by the Huber loss against
     ``r + discount·max Q_target(s', ·)``. As a policy it is greedy in its Q-values: its action
     probabilities are one-hot on the argmax and ``score`` is the Q-values themselves.
-    ``reward`` and ``failure_penalty`` are the reward its transitions are scored by."""
+
+    Args:
+        vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+        learning_rate: Adam's learning rate (the bandit's 2.5e-4, with which docs/blocks.md's DQN
+            row was trained).
+        discount: γ of the targets ``r + γ·max Q_target(s', ·)``.
+        reward: The reward its transitions are scored by (:class:`~zoo.models.blocks.bandit.BlocksBandit`'s).
+        failure_penalty: The reward of a failed move.
+        **network: The network's settings (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`).
+    """
 
     data_mode = "episodes"
     training_loop = "dqn"
 
-    def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, discount: float = 0.9,
-                 reward: str = "shaped", failure_penalty: float = -1.0, **network):
+    def __init__(self, vocabulary: list[str], *, learning_rate: float = 2.5e-4, discount: float = 0.9,
+                 reward: str = RewardConfig.variant, failure_penalty: float = RewardConfig.failure_penalty, **network):
         super().__init__(vocabulary, learning_rate=learning_rate, **network)
 
     def build_heads(self, hidden_dim: int) -> None:

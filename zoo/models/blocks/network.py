@@ -214,9 +214,8 @@ class BlocksNetwork(nn.Module):
         projection, normals of std 0.01 for the mixing layer and the heads, 0.001
         for the previous-action embeddings, N(0, 1) word vectors, a forget-gate bias of 1.
         These are 5-100x smaller than Glorot's, so a freshly initialised softmax is
-        uniform in every state. ``init="glorot"`` (Glorot-uniform layers, PyTorch's
-        embeddings and LSTM) is what zoo used before and the released policies were trained
-        with.
+        uniform in every state; the released policies were trained from them. ``init="glorot"``
+        (Glorot-uniform layers, PyTorch's embeddings and LSTM) is what zoo used before.
         """
         original = self.init_scheme == "original"
         for module in self.modules():

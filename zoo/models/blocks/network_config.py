@@ -20,7 +20,7 @@ INITIALISATIONS = get_args(Initialisation)
 @dataclass(frozen=True)
 class BlocksNetworkConfig:
     """The CNN-LSTM network of Misra, Langford & Artzi (EMNLP 2017); the defaults are the paper's
-    Appendix C sizes, which every release uses.
+    Appendix C sizes and the original agent's initialisation, which every release uses.
 
     Args:
         vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first (a data module's
@@ -38,9 +38,12 @@ class BlocksNetworkConfig:
             ``3 * (history + 1)`` channels.
         image_size: Side of the square input images, in pixels.
         use_previous_action: Whether the previous action's embeddings are an input (the supervised
-            release has none; ``BlocksPolicy.with_previous_action_input`` adds them to a policy).
-        init: How the weights start: ``"glorot"`` (Glorot-uniform layers, PyTorch's embeddings and
-            LSTM) or ``"original"`` (the original agent's small normals: a fresh softmax is nearly uniform).
+            release has none; ``BlocksPolicy.with_previous_action_input`` adds them to a policy, as
+            a bandit started from such a policy gets them: new embeddings, every other weight kept).
+        init: How the weights start: ``"original"`` (the original agent's small normals: a fresh
+            softmax is nearly uniform; every release starts so) or ``"glorot"`` (Glorot-uniform
+            layers, PyTorch's embeddings and LSTM). Also the scheme of the direction head a bandit
+            re-initialises after its supervised start.
     """
 
     vocabulary: list[str]
@@ -54,7 +57,7 @@ class BlocksNetworkConfig:
     history: int = 4
     image_size: int = 120
     use_previous_action: bool = True
-    init: Initialisation = "glorot"
+    init: Initialisation = "original"
 
     def __post_init__(self) -> None:
         if self.init not in INITIALISATIONS:

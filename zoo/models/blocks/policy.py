@@ -83,9 +83,15 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
     tracks_images = True
 
     def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-3, **network):
-        """``network``: the network's settings (:class:`BlocksNetworkConfig`'s fields; its defaults,
-        the paper's sizes, for those not given). An objective adds its own settings as keyword
-        arguments and passes ``**network`` on; all of them are the saved hyper-parameters."""
+        """An objective adds its own settings as keyword arguments and passes ``**network`` on; all
+        of them are the saved hyper-parameters.
+
+        Args:
+            vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+            learning_rate: Adam's learning rate (the original supervised trainer's 1e-3).
+            **network: The network's settings (:class:`BlocksNetworkConfig`'s fields, each with its
+                default and ``Args:`` line there: the paper's sizes for those not given).
+        """
         super().__init__()
         config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network)
         # save_hyperparameters reads the constructors' arguments where they are, this dict among
@@ -99,8 +105,10 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
 
     @classmethod
     def config_keys(cls) -> frozenset[str]:
-        """The objective's named arguments and the network's settings (its ``**network``)."""
-        return named_arguments(cls) | frozenset(NETWORK_OPTIONS)
+        """The objective's named arguments, those of the objectives it extends (a subclass names only
+        the settings it changes and passes the others on), and the network's settings."""
+        chain = (base for base in cls.__mro__ if issubclass(base, BlocksPolicy))
+        return frozenset().union(*map(named_arguments, chain)) | frozenset(NETWORK_OPTIONS)
 
     def check_settings(self) -> None:
         """Refuse an objective's bad settings (in ``self.hparams``) in one line, before any layer is built."""

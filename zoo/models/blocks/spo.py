@@ -22,27 +22,31 @@ from zoo.models.blocks.policy import register_objective
 @register_objective("spo", "CNN-LSTM block policy trained by scheduled policy optimisation (cloning or PPO per trial); "
                            "pass the vocabulary")
 class BlocksSpo(BlocksBandit):
-    """The block policy trained on ``batch["scheduled"]`` (a ScheduledLoop's trials).
+    """The block policy trained on ``batch["scheduled"]`` (a ScheduledLoop's trials). The
+    advantage of a decision is its reward, less the mean reward of the rollout's PPO decisions
+    when ``reward_baseline="mean"`` (the default here).
 
-    ``clip`` is PPO's ε (SPO's ratio range [0.95, 1.05] is ε = 0.05), ``ppo_epochs`` the
-    optimizer steps per rollout, ``baseline_window`` the trials the moving baseline averages,
-    ``stop_weight`` the STOP labels' weight in the cloning cross-entropy. The advantage of a
-    decision is its reward, less the mean reward of the rollout's PPO decisions when
-    ``reward_baseline="mean"`` (the default here)."""
+    Args:
+        vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+        learning_rate: Adam's learning rate.
+        entropy_coefficient: Weight of the heads' entropy bonus in PPO's loss.
+        loss_form: ``"joint"``: PPO's ratio is the joint action's probability's.
+        reward_baseline: ``"mean"`` (the advantage: the reward less the rollout's mean) or ``"none"``.
+        clip: PPO's ε: the ratio is kept within [1 - clip, 1 + clip] (SPO's [0.95, 1.05]).
+        ppo_epochs: Optimizer steps on each rollout.
+        baseline_window: The trials the moving baseline averages.
+        stop_weight: The STOP labels' weight in the cloning cross-entropy.
+        **settings: :class:`BlocksBandit`'s other settings (the reward, the gradient clipping; its
+            ``episodes_per_update`` and ``update_weighting`` go unused here) and the network's.
+    """
 
     training_loop = "scheduled"
 
     def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-4, entropy_coefficient: float = 0.01,
-                 loss_form: str = "joint", episodes_per_update: int = 1, update_weighting: str = "steps",
-                 reward_baseline: str = "mean", gradient_clip_val: float | None = 5.0,
-                 gradient_clip_algorithm: str = "per_parameter", reward: str = "shaped",
-                 failure_penalty: float = -1.0, clip: float = 0.05, ppo_epochs: int = 4,
-                 baseline_window: int = 100, stop_weight: float = 1.0, **network):
+                 loss_form: str = "joint", reward_baseline: str = "mean", clip: float = 0.05, ppo_epochs: int = 4,
+                 baseline_window: int = 100, stop_weight: float = 1.0, **settings):
         super().__init__(vocabulary, learning_rate=learning_rate, entropy_coefficient=entropy_coefficient,
-                         loss_form=loss_form, episodes_per_update=episodes_per_update,
-                         update_weighting=update_weighting, reward_baseline=reward_baseline,
-                         gradient_clip_val=gradient_clip_val, gradient_clip_algorithm=gradient_clip_algorithm,
-                         reward=reward, failure_penalty=failure_penalty, **network)
+                         loss_form=loss_form, reward_baseline=reward_baseline, **settings)
 
     def check_settings(self) -> None:
         super().check_settings()
