@@ -35,6 +35,9 @@ EXPECTED_WARNINGS = (
     r"You're resuming from a checkpoint that ended before the epoch ended",
     # A recipe picks its workers from the machine; the note is for hand-written loaders.
     r"The '\w+_dataloader' does not have many workers",
+    # A small run (--tiny, data.limit) has fewer batches than trainer.log_every_n_steps: zoo caps the
+    # interval at an epoch's batches (zoo.callbacks.logging_interval), so every epoch logs its curve.
+    r"The number of training batches \(\d+\) is smaller than the logging interval",
 )
 """Messages that say nothing wrong in a zoo run, silenced unless ``--verbose``."""
 

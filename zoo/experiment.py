@@ -7,6 +7,7 @@ steps, automatic resumption when a run directory already holds one).
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 from collections.abc import Sequence
@@ -44,7 +45,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     argv = list(argv)
     files = [Path(default)] if isinstance(default, (str, os.PathLike)) else [Path(f) for f in default]
     if "--help" in argv or "-h" in argv:
-        print_help(files)
+        print_help(files, script_command())
         raise SystemExit(0)
     configure_output(verbose="--verbose" in argv)
     argv = [arg for arg in argv if arg != "--verbose"]
@@ -70,9 +71,16 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     return config
 
 
-def print_help(files: Sequence[Path]) -> None:
-    """The recipe's configuration files, comments included: every key with its default."""
-    print("usage: python RECIPE [key.sub=value ...] [--config FILE ...] [--verbose]\n")
+def script_command() -> str:
+    """How the running recipe script was started (``python recipes/light_bi.py``), for its usage line."""
+    script = sys.argv[0] if sys.argv and sys.argv[0].endswith(".py") else "RECIPE"
+    return f"python {script}"
+
+
+def print_help(files: Sequence[Path], command: str = "python RECIPE") -> None:
+    """The recipe's configuration files, comments included: every key with its default, under a
+    usage line that starts with ``command`` (``zoo train light-bi``, ``python recipes/light_bi.py``)."""
+    print(f"usage: {command} [key.sub=value ...] [--config FILE ...] [--verbose]\n")
     print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
     print("lightning.Trainer argument.\n")
     for path in files:
@@ -178,8 +186,11 @@ def start_run(config: DictConfig, work: str = "large") -> "RunDirectory":
     return run
 
 
-def make_logger(config: DictConfig, run_dir: Path, name: str):
-    """W&B (offline unless WANDB_MODE/WANDB_API_KEY say otherwise), CSV, or none."""
+def make_logger(recipe: DictConfig, run_dir: Path, name: str):
+    """The logger ``recipe``'s ``logger`` section asks for: W&B (offline unless WANDB_MODE/WANDB_API_KEY
+    say otherwise; one W&B run per run directory, resumed by every leg, its config the recipe:
+    :mod:`zoo.wandb_run`), CSV, or none."""
+    config = recipe.get("logger") or {}
     kind = config.get("kind", "wandb")
     if kind in (None, "none", False):
         return False
@@ -189,15 +200,22 @@ def make_logger(config: DictConfig, run_dir: Path, name: str):
         return CSVLogger(str(run_dir), name="logs")
     if kind != "wandb":
         raise ValueError(f"logger.kind must be wandb, csv or none; got {kind!r}")
-    from lightning.pytorch.loggers import WandbLogger
+    from lightning.pytorch.utilities import rank_zero_only
+
+    from zoo.run_directory import identity
+    from zoo.wandb_run import make_wandb_logger
 
     offline = os.environ.get("WANDB_MODE", config.get("mode", "offline")) == "offline" and not os.environ.get("WANDB_API_KEY")
-    logger = WandbLogger(project=config.get("project", "zoo"), name=name, save_dir=str(run_dir), offline=offline,
-                         log_model=False)
-    # Lightning 2.6 always passes wandb.init(anonymous=None), which wandb >= 0.22 answers with a
-    # deprecation warning at every run; the key does nothing, so it is not sent.
-    logger._wandb_init.pop("anonymous", None)
-    return logger
+    return make_wandb_logger(identity(recipe), run_dir, name, project=config.get("project", "zoo"), offline=offline,
+                             rank=rank_zero_only.rank)
+
+
+def end_logging() -> None:
+    """What a recipe does last, however it ends: the W&B run it logged into, if any, finished
+    (its files complete; the next run in this process gets its own)."""
+    from zoo.wandb_run import finish_wandb
+
+    finish_wandb()
 
 
 def checkpointing(run_dir: Path, every_n_train_steps: int, monitor: str | None = None, mode: str = "min") -> list:
@@ -252,7 +270,9 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     """``trainer.fit`` resuming from the run's ``last.ckpt`` (loaded ``weights_only``); a
     checkpoint from a different configuration is refused in one line, not a size-mismatch
     traceback; a loss or weight gone inf or nan ends the run in one line, before any export
-    (:class:`zoo.callbacks.finite_training.FiniteTraining`, which :func:`make_trainer` adds)."""
+    (:class:`zoo.callbacks.finite_training.FiniteTraining`, which :func:`make_trainer` adds). A
+    fit a signal stopped ends in :class:`zoo.callbacks.graceful_stop.StoppedOnRequest`: exit code
+    128 + the signal's number (143 for SIGTERM, 130 for Ctrl-C), its message logged first."""
     from zoo.callbacks.finite_training import NonFiniteTrainingError
     from zoo.callbacks.graceful_stop import GracefulStop
     from zoo.callbacks.run_model_checkpoint import CheckpointStateError
@@ -266,7 +286,7 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
         raise SystemExit(str(error)) from None  # e.g. a full disk, a crafted last.ckpt, a diverged run: one line
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
         if GracefulStop.requested_on(trainer):
-            raise SystemExit(stopped) from None  # non-zero: a pipeline of recipes stops here
+            raise stopped_on_request(trainer, stopped) from None  # non-zero: a pipeline of recipes stops here
         raise
     except RuntimeError as error:
         if ckpt and ("size mismatch" in str(error) or "Missing key" in str(error) or "Unexpected key" in str(error)):
@@ -275,13 +295,24 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
         raise
     if GracefulStop.requested_on(trainer):
         # stopped by a signal (Ctrl-C ends the fit normally): no export of a half-trained model
-        raise SystemExit(stopped)
+        raise stopped_on_request(trainer, stopped)
+
+
+def stopped_on_request(trainer: L.Trainer, message: str) -> SystemExit:
+    """The exit of a fit a signal stopped: ``message`` logged (an exit code alone prints nothing),
+    the code 128 + the signal's number."""
+    from zoo.callbacks.graceful_stop import GracefulStop, StoppedOnRequest
+
+    logging.getLogger("zoo.stop").warning(message)
+    return StoppedOnRequest(message, GracefulStop.signal_on(trainer))
 
 
 def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger, stage: str = "the run") -> L.Trainer:
-    """A Trainer from the recipe's ``trainer`` section; progress goes to the log when the
-    output is not a terminal (background runs), to a progress bar otherwise; no layer table
-    unless ``--verbose`` (or ``trainer.enable_model_summary=true``); each validation's metrics
+    """A Trainer from the recipe's ``trainer`` section; progress goes to a progress bar when
+    stdout, where Lightning draws it, is a terminal, and as lines to the log (stderr) otherwise
+    or when the log is a file (background runs, ``> train.log``); no layer table
+    unless ``--verbose`` (or ``trainer.enable_model_summary=true``); the training curve logged at
+    least once an epoch (:class:`zoo.callbacks.logging_interval.EpochLoggingInterval`); each validation's metrics
     appended to ``run_dir/metrics.jsonl``; checkpoints written whole or not at all
     (:class:`zoo.checkpoint_io.AtomicCheckpointIO`) and only of finite weights, the fit stopped
     at the first inf or nan loss (:class:`zoo.callbacks.finite_training.FiniteTraining`); a fit
@@ -289,6 +320,7 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger, sta
     from zoo.callbacks.epoch_metrics import EpochMetricsFile
     from zoo.callbacks.final_validation import ValidateAtMaxSteps
     from zoo.callbacks.finite_training import FiniteTraining
+    from zoo.callbacks.logging_interval import EpochLoggingInterval
     from zoo.callbacks.progress_log import ProgressLog
     from zoo.callbacks.resumed_stage import ResumedStage
     from zoo.checkpoint_io import AtomicCheckpointIO
@@ -300,12 +332,12 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger, sta
         options.setdefault("enable_model_summary", False)  # a table of layers before every run
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]
-    terminal = sys.stderr.isatty()
-    callbacks = [*callbacks, ValidateAtMaxSteps(), ResumedStage(stage),
-                 ProgressLog(lines=not terminal),  # on a terminal the bar shows progress
+    bar = sys.stdout.isatty()  # Lightning's bar is drawn on stdout: redrawn into a file it leaves blank lines
+    callbacks = [*callbacks, ValidateAtMaxSteps(), ResumedStage(stage), EpochLoggingInterval(),
+                 ProgressLog(lines=not (bar and sys.stderr.isatty())),  # a bar on the log's own terminal says it all
                  EpochMetricsFile(run_dir),  # curves and tables without W&B: run_dir/metrics.jsonl
                  FiniteTraining(run_dir)]
-    if not terminal:  # plain lines in a log file, not a bar redrawn in it
+    if not bar:  # plain lines in a log file, not a bar redrawn in it
         options.setdefault("enable_progress_bar", False)
     options["plugins"] = [*(options.get("plugins") or []), AtomicCheckpointIO()]
     return L.Trainer(default_root_dir=str(run_dir), callbacks=callbacks, logger=logger, **options)

@@ -48,6 +48,7 @@ import math
 import os
 import re
 import socket
+import sys
 import threading
 import time
 import uuid
@@ -366,6 +367,8 @@ def _stream(source: str | Path, headers: dict, url: str, staging: Path, dest: Pa
     deadline, and never more than ``size + 1`` bytes."""
     from tqdm.auto import tqdm
 
+    from zoo.progress import CountProgress
+
     with _opened(source, headers, watchdog, timeout) as (body, announced), open(staging, "wb") as out:
         if size is not None and announced is not None and announced > size:
             raise DownloadError(
@@ -373,7 +376,10 @@ def _stream(source: str | Path, headers: dict, url: str, staging: Path, dest: Pa
                 f"{size}. Download it manually and place it at {dest}.", url, dest)
         limit = size + 1 if size is not None else None
         received = 0
-        with tqdm(total=size or announced, unit="B", unit_scale=True, desc=dest.name, disable=not progress) as bar:
+        terminal = sys.stderr.isatty()  # a bar redrawn into a log file is one endless line: a line per tenth there
+        lines = CountProgress(size or announced or 0, f"{dest.name}: bytes", progress and not terminal)
+        with tqdm(total=size or announced, unit="B", unit_scale=True, desc=dest.name,
+                  disable=not (progress and terminal)) as bar:
             while limit is None or received < limit:
                 chunk = body.read(_CHUNK if limit is None else min(_CHUNK, limit - received))
                 if not chunk:
@@ -381,6 +387,7 @@ def _stream(source: str | Path, headers: dict, url: str, staging: Path, dest: Pa
                 out.write(chunk)
                 received += len(chunk)
                 bar.update(len(chunk))
+                lines.advance(len(chunk))
                 watchdog.check()
         watchdog.check()  # a read the watchdog cut short ends like the end of the body
     if size is not None and received > size:

@@ -4,8 +4,10 @@ run at the next batch boundary with a resumable ``last.ckpt``, within one batch'
 Lightning by itself ends a SIGTERMed fit after the current batch (``SIGTERMException``) and
 a Ctrl-C'd one at once, saving nothing in either case, so the work since the last periodic
 checkpoint is lost. This callback writes ``last.ckpt`` at that batch boundary first;
-:func:`zoo.experiment.fit_resuming` then exits with a message and a non-zero code, exporting
-nothing.
+:func:`zoo.experiment.fit_resuming` then exits with a message, exporting nothing, and the code a
+shell gives a process that signal ended, 128 + its number (:class:`StoppedOnRequest`): 143 for
+SIGTERM, 130 for Ctrl-C. A script or scheduler tells a run stopped on request (resume it with the
+same command) from one that failed (1) or finished (0).
 """
 
 from __future__ import annotations
@@ -19,6 +21,19 @@ import lightning as L
 from zoo.callbacks.resume_checkpoint import ResumeCheckpoint
 
 log = logging.getLogger("zoo.stop")
+
+
+class StoppedOnRequest(SystemExit):
+    """A run a signal stopped, its state saved: exits with 128 + the signal's number (143 for
+    SIGTERM, 130 for SIGINT), as a shell reports a process that signal ended, and not 1, which
+    says the run failed. ``str()`` is the message (how to resume)."""
+
+    def __init__(self, message: str, signum: int = signal.SIGTERM):
+        super().__init__(128 + int(signum))
+        self.message = message
+
+    def __str__(self) -> str:
+        return self.message
 
 
 class GracefulStop(L.Callback):
@@ -66,4 +81,10 @@ class GracefulStop(L.Callback):
     @staticmethod
     def requested_on(trainer) -> bool:
         """Whether a signal asked ``trainer``'s run to stop."""
-        return any(isinstance(c, GracefulStop) and c.requested is not None for c in trainer.callbacks)
+        return GracefulStop.signal_on(trainer) is not None
+
+    @staticmethod
+    def signal_on(trainer) -> int | None:
+        """The signal that asked ``trainer``'s run to stop, or None."""
+        return next((c.requested for c in trainer.callbacks if isinstance(c, GracefulStop) and c.requested is not None),
+                    None)

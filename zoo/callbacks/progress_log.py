@@ -12,28 +12,40 @@ import time
 
 import lightning as L
 
+from zoo.callbacks.fit_estimate import Estimate, FitClock, duration, estimate
+
 log = logging.getLogger("zoo.progress")
 
 
 class ProgressLog(L.Callback):
     """Says what a run will cost and how it goes, in lines a log file keeps.
 
-    At the start: the plan (batches per epoch, epochs to go). After ``estimate_after_s`` seconds
-    of training: the whole run's estimated time at the speed so far, so a long CPU job is
-    known to be one within seconds, on a terminal too. The plan and the estimate honour
+    At the start: the plan (batches per epoch, epochs to go). ``estimate_after_s`` seconds after
+    training starts (at the first batch end from then on): when training will end, counting
+    what the fit really spends: the training batches left at the speed measured so far (data
+    loading and the epochs' checkpoints included, validation left out) and every validation
+    pass left, each as long as the first one took, or, until one has run, guessed from the
+    batches it holds (:func:`validation_guess`). Once the first validation has been timed, the
+    estimate is said again if that moves it by more than ``revise_by`` (20%). So a long CPU job
+    is known to be one within seconds, on a terminal too. The estimate honours
     ``trainer.max_steps``, ``max_epochs`` and ``max_time`` (and the data limits, through the
-    batches per epoch). With ``lines`` (when the output is not a terminal): a progress line
-    every ``every_n_steps`` steps or ``every_s`` seconds, whichever comes first. Under DDP
-    only rank 0 speaks: the other ranks' lines would repeat its own.
+    batches per epoch), and the validation schedule (``val_check_interval``,
+    ``check_val_every_n_epoch``). At the end: how long training took. With ``lines`` (when the
+    output is not a terminal): a progress line every ``every_n_steps`` steps or ``every_s``
+    seconds, whichever comes first. Under DDP only rank 0 speaks: the other ranks' lines would
+    repeat its own.
     """
 
     def __init__(self, every_n_steps: int = 50, every_s: float = 120.0, estimate_after_s: float = 10.0,
-                 lines: bool = True):
+                 lines: bool = True, revise_by: float = 0.2):
         self.every_n_steps, self.every_s, self.estimate_after_s, self.lines = every_n_steps, every_s, estimate_after_s, lines
+        self.revise_by = revise_by
         self._started, self._first, self._last_line = time.perf_counter(), None, 0.0
         self._examples = 0
-        self._estimated = False
         self._evaluation_started = time.perf_counter()
+        self.clock = FitClock()
+        self._estimated: Estimate | None = None  # as last said
+        self._batch_idx, self._start_step = 0, 0
 
     def on_train_start(self, trainer, pl_module) -> None:
         if not speaks(trainer):
@@ -48,6 +60,8 @@ class ProgressLog(L.Callback):
 
         log.info("training %s: %s batches per epoch, %s (epoch %d of %s), on %s", type(pl_module).__name__,
                  per_epoch, planned, trainer.current_epoch, epochs, current_choice())
+        self.clock.start(time.perf_counter())
+        self._start_step = getattr(trainer, "global_step", 0)
 
     def on_train_epoch_start(self, trainer, pl_module) -> None:
         self._started, self._first = time.perf_counter(), None  # a resumed run starts mid-epoch without this
@@ -57,23 +71,27 @@ class ProgressLog(L.Callback):
     def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
         if not speaks(trainer):
             return
-        now = time.perf_counter()
-        if self._first is None:
-            self._first = (batch_idx, now, getattr(trainer, "global_step", 0))
+        now, self._batch_idx = time.perf_counter(), batch_idx
+        self.clock.batch_end(now)
+        first_of_epoch = self._first is None
+        if first_of_epoch:
+            self._first = (batch_idx, now)
+        total = trainer.num_training_batches
+        if self._estimated is None and self.clock.since_start(now) >= self.estimate_after_s and total != float("inf"):
+            first = self._estimate(trainer, batch_idx, now)
+            if first is not None:
+                self._say(first)
+        if first_of_epoch:
             return
         self._examples += batch_size(batch)
-        first_index, first_time, _ = self._first
+        first_index, first_time = self._first
         seconds = max(now - first_time, 1e-9)
         rate = (batch_idx - first_index) / seconds
-        total = trainer.num_training_batches
-        if not self._estimated and seconds >= self.estimate_after_s and total != float("inf"):
-            self._estimated = True
-            self._estimate(trainer, batch_idx, rate)
         if not self.lines or ((batch_idx + 1) % self.every_n_steps and now - self._last_line < self.every_s):
             return
         self._last_line = now
         left_batches, where = (total - batch_idx - 1 if total != float("inf") else float("nan")), "in epoch"
-        to_max_steps = self._batches_to_max_steps(trainer, batch_idx)
+        to_max_steps = self._batches_to_max_steps(trainer)
         if to_max_steps is not None and not to_max_steps >= left_batches:
             left_batches, where = to_max_steps, "to max_steps"
         left = left_batches / rate if rate else float("nan")
@@ -81,41 +99,60 @@ class ProgressLog(L.Callback):
         log.info("epoch %d step %d/%s  %.2f it/s  %.1f examples/s  ~%.0f min left %s  %s",
                  trainer.current_epoch, batch_idx + 1, total, rate, self._examples / seconds, left / 60, where, metrics)
 
-    def _batches_to_max_steps(self, trainer, batch_idx: int) -> int | None:
+    def _batches_to_max_steps(self, trainer) -> int | None:
         """Batches until ``trainer.max_steps`` at the optimizer steps per batch so far (a bandit
         batch makes several), or None without a step limit."""
         max_steps = max_steps_of(trainer)
         if not max_steps:
             return None
-        first_index, _, first_step = self._first
-        steps_per_batch = (trainer.global_step - first_step) / max(batch_idx - first_index, 1) or 1.0
+        steps_per_batch = (trainer.global_step - self._start_step) / max(self.clock.batch_ends, 1) or 1.0
         return max(math.ceil((max_steps - trainer.global_step) / steps_per_batch), 0)
 
-    def _estimate(self, trainer, batch_idx: int, rate: float) -> None:
-        """The run's remaining training time at the speed so far (validation not included):
-        the batches left before ``max_epochs`` or ``max_steps``, whichever ends it first,
-        at most ``max_time``."""
-        if not rate:
-            return
+    def _batches_left(self, trainer, batch_idx: int) -> tuple[int, bool] | None:
+        """(training batches left after ``batch_idx``, whether ``trainer.max_steps`` ends the run
+        before its last epoch does), or None when neither limit is set."""
         total, epochs = int(trainer.num_training_batches), trainer.max_epochs
-        limits = []
+        to_epochs = None
         if epochs not in (None, -1):
-            limits.append((total - batch_idx - 1) + (epochs - trainer.current_epoch - 1) * total)
-        to_max_steps = self._batches_to_max_steps(trainer, batch_idx)
-        if to_max_steps is not None:
-            limits.append(to_max_steps)
-        if not limits:
+            to_epochs = (total - batch_idx - 1) + (epochs - trainer.current_epoch - 1) * total
+        to_max_steps = self._batches_to_max_steps(trainer)
+        if to_max_steps is not None and (to_epochs is None or to_max_steps < to_epochs):
+            return to_max_steps, True
+        return (to_epochs, False) if to_epochs is not None else None
+
+    def _estimate(self, trainer, batch_idx: int, now: float) -> Estimate | None:
+        """When training ends, seen after ``batch_idx`` (see :mod:`zoo.callbacks.fit_estimate`)."""
+        left = self._batches_left(trainer, batch_idx)
+        if left is None:
+            return None
+        done = trainer.current_epoch * int(trainer.num_training_batches) + batch_idx + 1
+        return estimate(trainer, self.clock, done, *left, now, time_remaining(trainer))
+
+    def _say(self, said: Estimate, why: str = "") -> None:
+        self._estimated = said
+        log.info("%s%s; stop with Ctrl-C or SIGTERM, rerun the same command to resume", why, said)
+
+    def on_validation_start(self, trainer, pl_module) -> None:
+        if not trainer.sanity_checking:
+            self.clock.validation_start(time.perf_counter())
+
+    def on_validation_end(self, trainer, pl_module) -> None:
+        """The first validation timed: the estimate said again if that moves it by more than ``revise_by``."""
+        if trainer.sanity_checking or not speaks(trainer):
             return
-        remaining = min(limits)
-        seconds, capped = remaining / rate, ""
-        time_left = time_remaining(trainer)
-        if time_left is not None and time_left < seconds:
-            seconds, capped = max(time_left, 0.0), " (trainer.max_time stops the run then)"
-        hours = seconds / 3600
-        log.info("at %.2f batches/s so far, the %s training steps left take about %s%s (validation extra); "
-                 "stop with Ctrl-C or SIGTERM, rerun the same command to resume", rate, f"{remaining:,}",
-                 f"{hours:.1f} h" if hours >= 1 else f"{hours * 60:.0f} min" if seconds >= 60 else f"{seconds:.0f} s",
-                 capped)
+        now = time.perf_counter()
+        if not self.clock.validation_end(now) or self._estimated is None or len(self.clock.validations) > 1:
+            return
+        revised = self._estimate(trainer, self._batch_idx, now)
+        before = self._estimated.total
+        if revised is not None and revised.batches and abs(revised.total - before) > self.revise_by * before:
+            self._say(revised, f"revised, the first validation took {duration(self.clock.validations[0])}: ")
+
+    def on_train_end(self, trainer, pl_module) -> None:
+        if not speaks(trainer) or self.clock.started is None:
+            return
+        said = f" (estimated {duration(self._estimated.total)})" if self._estimated is not None else ""
+        log.info("training took %s%s", duration(self.clock.since_start(time.perf_counter())), said)
 
     def on_validation_batch_end(self, trainer, pl_module, outputs, batch, batch_idx, dataloader_idx=0) -> None:
         if not trainer.sanity_checking and speaks(trainer):

@@ -48,6 +48,11 @@ def run_train(args) -> int:
     runner = importlib.import_module(f"zoo.training.{RUNNERS[domain]}")
     overrides = [value for value in args.overrides if value != "--tiny"]  # also after NAME, among the overrides
     files = recipe_files(args.name, tiny=args.tiny or len(overrides) < len(args.overrides))
+    if "--help" in overrides or "-h" in overrides:  # the recipe's keys, under this command's usage line
+        from zoo.experiment import print_help
+
+        print_help(files, f"zoo train {args.name}")
+        return 0
     if domain == "blocks":
         return int(runner.main(overrides, default_config=files) or 0)
     runner.run(overrides, files)

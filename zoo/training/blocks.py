@@ -37,6 +37,7 @@ from zoo.callbacks.run_legs import RunLegs
 from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
     checkpointing,
+    end_logging,
     fit_resuming,
     load_config,
     load_run_checkpoint,
@@ -127,7 +128,7 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
         trainer_config.pop("max_time", None)
     if not policy.automatic_optimization:  # the policy clips each of its own steps
         trainer_config.gradient_clip_val = None
-    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name),
+    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config, run_dir, run_dir.name),
                            stage=stage or f"the {config.model.name} run")
     fit_resuming(trainer, policy, datamodule, run_dir)
     best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
@@ -284,6 +285,7 @@ def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path
         with one_line_write_errors(run_directory.path):
             return _main(config, run_directory, list(extra_callbacks))
     finally:
+        end_logging()
         run_directory.close()
 
 

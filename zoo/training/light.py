@@ -27,6 +27,7 @@ from zoo.callbacks.run_legs import RunLegs, totals
 from zoo.callbacks.train_clock import TrainClock
 from zoo.experiment import (
     checkpointing,
+    end_logging,
     fit_resuming,
     load_config,
     load_run_checkpoint,
@@ -92,6 +93,7 @@ def run(argv: Sequence[str], default_config: str | Path | Sequence[str | Path], 
         with one_line_write_errors(run_directory.path):
             return _run(config, run_directory, extra_callbacks)
     finally:
+        end_logging()
         run_directory.close()
 
 
@@ -119,7 +121,7 @@ def _run(config: DictConfig, run_directory: RunDirectory, extra_callbacks: Seque
     legs = RunLegs(config.data.batch_size, [vars(change) for change in run_directory.changes])
     callbacks = [*extra_callbacks, TrainClock(), legs,  # the clock: metrics.jsonl's train_seconds
                  *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=MONITOR, mode="max")]
-    trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config.logger, run_dir, run_dir.name))
+    trainer = make_trainer(config.trainer, run_dir, callbacks, make_logger(config, run_dir, run_dir.name))
     fit_resuming(trainer, model, datamodule, run_dir)
     # Finished before, nothing trained or changed now: the results on disk are the run's, untouched.
     # (Decided on rank 0 and broadcast, so every rank takes the same branch.)
