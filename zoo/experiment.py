@@ -64,6 +64,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
         given = OmegaConf.merge(*(OmegaConf.load(f) for f in extra_files), OmegaConf.from_dotlist(argv))
     except Exception as error:  # omegaconf's grammar and YAML errors
         raise SystemExit(f"cannot read the configuration: {error}") from None
+    defaults = with_option_defaults(defaults, given)
     validate_overrides(defaults, given)
     config = OmegaConf.merge(defaults, given)
     OmegaConf.resolve(config)
@@ -77,15 +78,40 @@ def script_command() -> str:
     return f"python {script}"
 
 
+def with_option_defaults(defaults: DictConfig, given: DictConfig | None = None) -> DictConfig:
+    """``defaults`` with ``model.options`` completed from the model's constructor (the one place
+    each option's default is written; :func:`zoo.recipe_schema.option_defaults`), the recipe's own
+    values on top: a run's config.yaml then records every option it trains with, and an option
+    the YAML leaves out is still a known key."""
+    from zoo.recipe_schema import option_defaults
+
+    name = OmegaConf.select(given, "model.name", default=None) if given is not None else None
+    name = name or OmegaConf.select(defaults, "model.name", default=None)
+    try:
+        options = option_defaults(str(name))
+    except KeyError:  # not a recipe model: the schema names the problem
+        return defaults
+    completed = OmegaConf.create({"model": {"options": options}})
+    return OmegaConf.merge(completed, defaults)
+
+
 def print_help(files: Sequence[Path], command: str = "python RECIPE") -> None:
-    """The recipe's configuration files, comments included: every key with its default, under a
-    usage line that starts with ``command`` (``zoo train light-bi``, ``python recipes/light_bi.py``)."""
+    """The recipe's configuration files, comments included, and the model's options with their
+    defaults (from its constructor): every key with its default, under a usage line that starts
+    with ``command`` (``zoo train light-bi``, ``python recipes/light_bi.py``)."""
     print(f"usage: {command} [key.sub=value ...] [--config FILE ...] [--verbose]\n")
     print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
     print("lightning.Trainer argument.\n")
     for path in files:
         print(f"# ---- {path.name}")
         print(path.read_text())
+    merged = OmegaConf.merge(*(OmegaConf.load(path) for path in files))
+    completed = with_option_defaults(merged)
+    if completed is not merged:
+        name = completed.model.name
+        print(f"# ---- model.options: {name}'s settings and their defaults (its class docstring says what each is)")
+        print(OmegaConf.to_yaml(OmegaConf.create({"model": {"options": OmegaConf.to_container(
+            completed.model.options)}})))
 
 
 def _leaves(node, prefix: str = ""):
