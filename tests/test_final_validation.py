@@ -46,13 +46,15 @@ def test_a_blocks_run_ended_by_max_steps_has_its_dev_and_tuning_errors_and_a_bes
 
     from test_blocks_training import TINY, recipe
 
+    from zoo.threads import current_choice
+
     caplog.set_level(logging.INFO, logger="zoo.progress")
     run_dir = tmp_path / "run"
     recipe().main([*TINY, "trainer.max_epochs=20", "trainer.max_steps=3", "data.limit={train: 4, tuning: 2, dev: 2}",
                    "evaluation.dev_every_n_epochs=5", f"run_dir={run_dir}"])
     plan = next(m for m in caplog.messages if m.startswith("training BlocksSupervised"))
     assert plan == ("training BlocksSupervised: 4 batches per epoch, 20 epoch(s) to go, or until step 3 "
-                    "(trainer.max_steps; 3 to go) (epoch 0 of 20), on 1 thread (small operations; threads=N to change)")
+                    "(trainer.max_steps; 3 to go) (epoch 0 of 20), on " + str(current_choice()))
     (row,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert row["step"] == 3 and row["dev/mean_error"] >= 0 and row["tuning/mean_error"] >= 0
     assert list((run_dir / "checkpoints").glob("best-epoch*.ckpt"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import importlib
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 """The release; pyproject.toml reads it from here (one source for the wheel, ``zoo --version``)."""
 
 _EXPORTS = {

@@ -1,20 +1,17 @@
 """How many intra-op threads torch uses for a piece of work, chosen by zoo and said out loud.
 
-torch takes every core by default. For the small operations of Blocks acting (one board, a
-few convolutions per step) and of small models, threads wait for each other at every
-operation, and a thread sharing its core with another process stalls them all: on a 2-core
-machine with both cores busy, 300 dev episodes of ``zoo eval blocks`` took 60-76 s with two
-threads and 8.6 s with one. Large batches (transformer encoders over hundreds of texts) do gain
-from more cores, as long as they are idle. So:
+torch takes every core by default, and a thread sharing its core with another process stalls
+the others at every operation: on a 2-core AMD EPYC with both cores busy, 300 dev episodes of
+``zoo eval blocks`` took 14.4 s on two threads and 9.1 s on one, while on the idle machine two
+threads took 3.7 s and one 5.9 s (``benchmarks/threads.py``). So zoo counts the cores other
+processes leave idle when the work starts:
 
-- ``small`` work (Blocks acting, evaluation, play and training; small models) runs on one thread;
-- ``large`` work runs on the cores other processes leave idle now (a short sample of the CPU's
-  use, at least one);
+- ``large`` work (batched: Blocks evaluation and training, LIGHT's encoders) runs on the idle
+  cores (a short sample of the CPU's use, at least one);
+- ``small`` work (one board or one line at a time: play, rendering one episode) runs on one
+  thread, which its operations are too small to share;
 - an explicit request wins: ``threads=N`` in a recipe, ``--threads N`` on a command, or
   ``OMP_NUM_THREADS`` in the environment (whoever set it meant it).
-
-``benchmarks/threads.py`` measures the default against every setting on an idle and on a
-loaded machine.
 """
 
 from __future__ import annotations

@@ -32,7 +32,7 @@ def add_commands(commands, eval_domains) -> None:
                           help="a second policy (any --model value; several: an ensemble): also report the first's "
                           "mean error minus the second's over the same episodes, with a paired bootstrap interval")
     evaluate.add_argument("--json", action="store_true", help="print one JSON object as the last line")
-    add_threads_argument(evaluate, "small")
+    add_threads_argument(evaluate, "large")
     evaluate.set_defaults(handler=run_eval)
 
     blocks = commands.add_parser("blocks", help="Blocks world tools")

@@ -280,7 +280,7 @@ def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path
     logging.basicConfig(level=logging.INFO, format="%(message)s")
     config = load_config(default_config or blocks_recipe_files(argv, recipe), argv)
     model_options(config)  # a bad model.name or option stops here, before the run directory is touched
-    run_directory = start_run(config, work="small")  # one board at a time: zoo.threads
+    run_directory = start_run(config)  # batched: the idle cores (zoo.threads)
     try:
         with one_line_write_errors(run_directory.path):
             return _main(config, run_directory, list(extra_callbacks))
