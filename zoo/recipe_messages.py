@@ -100,7 +100,8 @@ def _words(schema: dict) -> str:
         return "a string"
     if kind == "object":
         keys = schema.get("propertyNames", {}).get("enum")
-        inner = _words(schema.get("additionalProperties", {})) if schema.get("additionalProperties") else "values"
+        values = schema.get("additionalProperties")  # a schema, or True (anything) for dict[str, Any]
+        inner = _words(values) if isinstance(values, dict) and values else "values"
         inner = f"({inner})" if " or " in inner else inner
         return f"a mapping of {', '.join(keys)} to {inner}" if keys else f"a mapping to {inner}"
     if kind in ("integer", "number"):
