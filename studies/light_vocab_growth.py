@@ -1,4 +1,4 @@
-"""Vocabulary growth of LIGHT-sim corpora against the issue-16 goal, with a projection to full size.
+"""Vocabulary growth of LIGHT-sim corpora against the vocabulary of real LIGHT, with a projection to full size.
 
     python studies/light_vocab_growth.py "v1 full=runs/light-sim-full" "v2 small=runs/light-sim-v2-small" \
         --json docs/results/light_vocab_growth.jsonl --plot docs/results/light_vocab_growth.png

@@ -103,14 +103,21 @@ def test_the_callback_keeps_a_foreign_path_even_when_its_state_was_not_checked(t
 # ---- a crafted last.ckpt in a real run
 
 
-@pytest.mark.slow
-@pytest.mark.parametrize("crafted", ["../../victim", "../../victim/a/b/..", "a/b/.."])
-def test_a_crafted_last_checkpoint_deletes_nothing_and_is_refused_before_training(tmp_path, crafted):
+def a_crafted_run(tmp_path: Path, crafted: str):
+    """A finished tiny run beside a user's folder, its last.ckpt rewritten to remember
+    ``checkpoints/<crafted>`` as its best checkpoints: (the recipe, the run, the user's folder)."""
     recipe = blocks_recipe()
     run_dir = tmp_path / "r"
     victim = a_victim(tmp_path / "victim")
     recipe.main([*SUPERVISED, f"run_dir={run_dir}"])
     craft_best_paths(run_dir / "checkpoints" / "last.ckpt", f"{run_dir}/checkpoints/{crafted}")
+    return recipe, run_dir, victim
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("crafted", ["../../victim", "../../victim/a/b/..", "a/b/.."])
+def test_a_crafted_last_checkpoint_deletes_nothing_and_is_refused_before_training(tmp_path, crafted):
+    recipe, run_dir, victim = a_crafted_run(tmp_path, crafted)
     before = snapshot(run_dir)
     with pytest.raises(SystemExit, match="refusing to resume: the run's last.ckpt names") as refused:
         recipe.main([*SUPERVISED, f"run_dir={run_dir}", *LONGER])
@@ -123,11 +130,7 @@ def test_a_crafted_last_checkpoint_deletes_nothing_and_is_refused_before_trainin
 def test_with_the_state_check_gone_the_deletion_still_spares_the_victim(tmp_path, monkeypatch):
     import zoo.callbacks.run_model_checkpoint as module
 
-    recipe = blocks_recipe()
-    run_dir = tmp_path / "r"
-    victim = a_victim(tmp_path / "victim")
-    recipe.main([*SUPERVISED, f"run_dir={run_dir}"])
-    craft_best_paths(run_dir / "checkpoints" / "last.ckpt", f"{run_dir}/checkpoints/../../victim")
+    recipe, run_dir, victim = a_crafted_run(tmp_path, "../../victim")
     monkeypatch.setattr(module, "check_inside", lambda state, directory: None)
     with pytest.warns(UserWarning, match="not deleting"):
         try:
