@@ -100,3 +100,37 @@ def test_an_ensemble_of_goal_predictors_averages_their_log_probabilities():
     assert torch.equal(lone_block, first_block.argmax(-1))
     with pytest.raises(ValueError, match="at least one"):
         GoalPredictorEnsemble([])
+
+
+def test_the_reader_is_a_registered_model_that_saves_and_loads(tmp_path):
+    from zoo.factory import create_model
+    from zoo.grounded import Grounded
+
+    torch.manual_seed(0)
+    reader = create_model("blocks-goal-reader", vocabulary=["<pad>", "<unk>", "left"], embedding_dim=8, lstm_dim=8,
+                          channels=8, levels=3)
+    reader.save_pretrained(tmp_path / "reader")
+    loaded = Grounded.from_pretrained(tmp_path / "reader")
+    frames = torch.randint(0, 255, (2, 3, 120, 120), dtype=torch.uint8)
+    tokens, lengths = torch.tensor([[2], [1]]), torch.tensor([1, 1])
+    assert type(loaded) is BlocksGoalPredictor and loaded.hparams.levels == 3
+    with torch.no_grad():
+        assert all(torch.equal(a, b) for a, b in zip(reader.eval()(frames, tokens, lengths), loaded(frames, tokens, lengths)))
+
+
+@pytest.mark.slow
+def test_zoo_train_blocks_goal_reader_keeps_the_epoch_with_the_lowest_tuning_goal_error(tmp_path):
+    import json
+
+    from zoo.cli import main
+
+    run = tmp_path / "run"
+    assert main(["train", "blocks-goal-reader", "--tiny", f"run_dir={run}", "trainer.max_epochs=2",
+                 "trainer.precision=32-true"]) == 0
+    rows = [json.loads(line) for line in (run / "metrics.jsonl").read_text().splitlines()]
+    figures = [row for row in rows if "tuning/goal_error" in row]
+    assert len(figures) == 2 and all("dev/carried_out_error" in row and "dev/block_accuracy" in row for row in figures)
+    results = json.loads((run / "results.json").read_text())
+    best = min(figures, key=lambda row: row["tuning/goal_error"])
+    assert results["metrics"]["tuning/goal_error"] == best["tuning/goal_error"]
+    assert json.loads((run / "pretrained" / "config.json").read_text())["model_class"] == "BlocksGoalPredictor"

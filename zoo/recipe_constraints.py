@@ -22,7 +22,7 @@ from zoo.models import starspace
 from zoo.models.backbone import POOLINGS
 from zoo.models.blocks.bandit import CLIP_ALGORITHMS, REWARD_BASELINES, UPDATE_WEIGHTINGS
 from zoo.models.blocks.losses import LOSS_FORMS
-from zoo.models.generative import START_POINTS
+from zoo.models.generative import RANKINGS, START_POINTS
 
 # ------------------------------------------------------------------------------------- sizes
 # Upper bounds of the model sizes a constructor takes, each 5-20x the largest size the papers
@@ -105,7 +105,8 @@ class RecipeConfigError(SystemExit):
 OPTION_RULES: dict[str, Any] = {
     **dict.fromkeys(("embedding_dim", "dim", "d_model", "lstm_dim", "image_dim", "block_embedding_dim",
                      "direction_embedding_dim", "hidden_dim"), Width),
-    "conv_channels": Annotated[int, Field(ge=1, le=CHANNELS_MAX)],
+    **dict.fromkeys(("conv_channels", "channels"), Annotated[int, Field(ge=1, le=CHANNELS_MAX)]),
+    "levels": Annotated[int, Field(ge=2, le=6)],  # the goal reader's: 120 px halves to 4 px by the sixth
     "ffn_dim": Annotated[int, Field(ge=1, le=FFN_MAX)],
     "layers": Layers, "hops": Layers, "heads": Annotated[int, Field(ge=1, le=HEADS_MAX)],
     **dict.fromkeys(("vocabulary_size", "vocab_size", "max_vocab"), Vocabulary),
@@ -123,7 +124,7 @@ OPTION_RULES: dict[str, Any] = {
     "weight_decay": Annotated[float, Field(ge=0, le=WEIGHT_DECAY_MAX)],
     "dropout": Annotated[float, Field(ge=0, lt=1)],
     "length_penalty": Annotated[float, Field(ge=-LENGTH_PENALTY_MAX, le=LENGTH_PENALTY_MAX)],
-    **dict.fromkeys(("margin", "entropy_coefficient"), Weight),
+    **dict.fromkeys(("margin", "entropy_coefficient", "block_weight"), Weight),
     **dict.fromkeys(("score_scale", "stop_weight"), PositiveWeight),
     "failure_penalty": Penalty,
     "gradient_clip_val": Optional[NonNegative],
@@ -140,6 +141,10 @@ OPTION_RULES: dict[str, Any] = {
     "gradient_clip_algorithm": Literal[CLIP_ALGORITHMS],
     "similarity": Literal[starspace.SIMILARITIES],
     "start": Literal[START_POINTS],
+    "ranking": Literal[RANKINGS],
+    "lora_rank": Annotated[int, Field(ge=1, le=256)],
+    "lora_alpha": Annotated[float, Field(gt=0, le=1024)],
+    "lora_dropout": Annotated[float, Field(ge=0, lt=1)],
     "BiRanker.pooling": Literal[POOLINGS],
     "StarSpaceRanker.pooling": Literal[starspace.POOLINGS],
 }

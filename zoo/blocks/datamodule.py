@@ -18,6 +18,7 @@ from torch.utils.data import DataLoader, Dataset
 
 from zoo.blocks.demos import Demonstration, DemonstrationCache
 from zoo.blocks.geometry import MAX_BLOCKS
+from zoo.blocks.goals import GoalTargets, goal_targets
 from zoo.blocks.procedural import check_split_size
 from zoo.blocks.records import BlocksSplit, Example
 from zoo.blocks.vocab import Vocabulary, build_vocabulary
@@ -137,6 +138,10 @@ def _board_at(start: np.ndarray, demo: Demonstration, step: int) -> np.ndarray:
     return board
 
 
+DATA_MODES = ("steps", "episodes", "targets", "goals")
+"""What a data module yields (an objective's ``data_mode``)."""
+
+
 class BlocksDataModule(L.LightningDataModule):
     """Blocks splits for training: supervised demonstration steps and episodes to roll out.
 
@@ -168,9 +173,10 @@ class BlocksDataModule(L.LightningDataModule):
         super().__init__()
         if source not in ("auto", "real", "procedural"):
             raise ValueError(f"source must be 'auto', 'real' or 'procedural', got {source!r}")
-        if mode not in ("steps", "episodes", "targets"):
-            raise ValueError(f"mode must be 'steps' (supervised), 'episodes' (rollouts) or 'targets' "
-                             f"(block and goal, for the oracle-planner baseline), got {mode!r}")
+        if mode not in DATA_MODES:
+            raise ValueError(f"mode must be 'steps' (supervised), 'episodes' (rollouts), 'targets' "
+                             f"(block and goal, for the oracle-planner baseline) or 'goals' (the goal reader's "
+                             f"start frames and goal cells), got {mode!r}")
         for split, size in (procedural_sizes or {}).items():
             if split not in ("train", "dev", "test"):
                 raise ValueError(f"procedural_sizes: unknown split {split!r} (train, dev, test); write {{train: 40}} "
@@ -186,6 +192,7 @@ class BlocksDataModule(L.LightningDataModule):
         self._splits: dict[str, BlocksSplit] = {}
         self.vocabulary: Vocabulary | None = None
         self._renderer = None
+        self._goal_targets: dict[str, GoalTargets] = {}
 
     def prepare_data(self) -> None:
         """Download the release once (rank 0 only, as Lightning calls it)."""
@@ -276,7 +283,22 @@ class BlocksDataModule(L.LightningDataModule):
         return ResumableLoader(EpisodeIndices(len(examples)), batch_size=self.hparams.batch_size, seed=self.hparams.seed,
                                shuffle=shuffle, collate_fn=collate)
 
+    def goal_targets(self, split: str) -> GoalTargets:
+        """The goal-prediction items of ``split`` (``train``, ``tuning`` or ``dev``), each start
+        frame rendered once and kept for the module's life."""
+        if split not in self._goal_targets:
+            examples = {"train": self.train_examples, "tuning": self.tuning_examples, "dev": self.dev_examples}[split]
+            self._goal_targets[split] = goal_targets(examples, self.renderer, self.vocabulary)
+        return self._goal_targets[split]
+
+    def _goals_loader(self, split: str, shuffle: bool) -> DataLoader:
+        targets = self.goal_targets(split)
+        return ResumableLoader(EpisodeIndices(len(targets)), batch_size=self.hparams.batch_size, seed=self.hparams.seed,
+                               shuffle=shuffle, collate_fn=lambda rows: targets.batch(torch.tensor(rows)))
+
     def train_dataloader(self) -> DataLoader:
+        if self.hparams.mode == "goals":
+            return self._goals_loader("train", shuffle=True)
         if self.hparams.mode == "episodes":
             return self._episodes_loader(self.train_examples)
         if self.hparams.mode == "targets":
@@ -284,6 +306,8 @@ class BlocksDataModule(L.LightningDataModule):
         return self._steps_loader(self.train_examples, shuffle=True)
 
     def val_dataloader(self) -> DataLoader:
+        if self.hparams.mode == "goals":
+            return self._goals_loader("tuning", shuffle=False)
         if self.hparams.mode == "targets":
             return self._targets_loader(self.tuning_examples, shuffle=False)
         return self._steps_loader(self.tuning_examples, shuffle=False)

@@ -106,6 +106,21 @@ def executed_errors(transitions: Sequence[Transition], block: torch.Tensor, goal
     return distance_error(final, boards.goal)
 
 
+def goal_report(goal: torch.Tensor, block: torch.Tensor, targets: "GoalTargets",
+                transitions: Sequence[Transition] | None = None) -> dict[str, float]:
+    """How good predicted goal centres [N, 2] and blocks [N] are against ``targets``: the goal
+    error's mean and median (block lengths), the share within one block length, the block
+    accuracy; with the split's ``transitions`` (one per item), also the task error of carrying
+    the prediction out with the shortest-path expert (:func:`executed_errors`)."""
+    errors = goal_errors(goal, targets.goal)
+    report = {"goal_error": float(errors.mean()), "goal_error_median": float(errors.median()),
+              "within_one_block": float((errors <= 1.0).float().mean()),
+              "block_accuracy": float((block == targets.block).float().mean())}
+    if transitions is not None:
+        report["carried_out_error"] = float(executed_errors(transitions, block, goal).mean())
+    return report
+
+
 @dataclass
 class GoalTargets:
     """Every example of a split as tensors: ``frames`` [T, 3, H, W] uint8 (one per transition),

@@ -30,6 +30,8 @@ from lightning.pytorch.utilities import rank_zero_only
 from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
+from zoo.blocks.goals import goal_targets
+from zoo.callbacks.goal_evaluation import GoalEvaluation
 from zoo.callbacks.finite_training import exit_unless_finite
 from zoo.callbacks.objective_loops import loop_callbacks
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
@@ -95,10 +97,16 @@ def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
 
 
 def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_dir: Path) -> list:
+    """What every validation measures: a policy's greedy rollouts on tuning and dev; a goal
+    reader's goal error there (and on dev what the expert makes of its reading)."""
     dev = datamodule.dev_examples
     if config.evaluation.dev_limit:
         dev = dev[: config.evaluation.dev_limit]
     every = config.evaluation.dev_every_n_epochs
+    if datamodule.hparams.mode == "goals":
+        dev_targets = goal_targets(dev, datamodule.renderer, datamodule.vocabulary)
+        return [GoalEvaluation(datamodule.goal_targets("tuning"), datamodule.tuning_examples, "tuning", every),
+                GoalEvaluation(dev_targets, dev, "dev", every, carry_out=True)]
     return [
         RolloutEvaluation(datamodule.tuning_examples, "tuning", every, renderer=datamodule.renderer),
         RolloutEvaluation(dev, "dev", every, gifs=config.evaluation.gifs, gif_dir=run_dir / "rollouts",
@@ -121,7 +129,7 @@ def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, 
     step 3 of 12; continuing it"). Weights that are not finite are never exported."""
     legs = RunLegs(config.data.batch_size, changes)
     callbacks = [*extra_callbacks, TrainClock(), legs, *evaluation_callbacks(config, datamodule, run_dir),
-                 *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor="tuning/mean_error")]
+                 *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=policy.selection_metric)]
     trainer_config = config.trainer.copy()
     if max_epochs is not None:  # a stage of its own length: the trainer's limits are the objective's
         trainer_config.max_epochs, trainer_config.max_steps = max_epochs, -1

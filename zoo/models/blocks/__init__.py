@@ -17,9 +17,11 @@ from zoo.models.blocks.dqn import BlocksDQN
 from zoo.models.blocks.planner import BlocksPlanner
 from zoo.models.blocks.dagger import BlocksDagger
 from zoo.models.blocks.spo import BlocksSpo
+from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble
 
 __all__ = [
-    "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble",
+    "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksGoalPredictor",
+    "GoalPredictorEnsemble",
     "BlocksNetworkConfig", "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksSpo", "BlocksStop",
     "BlocksSupervised", "list_objectives", "objective_class", "register_objective",
 ]

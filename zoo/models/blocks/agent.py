@@ -27,6 +27,9 @@ class BlocksAgent(Grounded, Policy):
     declare what they read (:class:`~zoo.protocols.Policy`'s flags)."""
 
     domain = "blocks"
+    selection_metric = "tuning/mean_error"
+    """The figure that picks the epoch a training run exports (lower is better): the task error of
+    greedy rollouts on the tuning set."""
 
     def action_probabilities(self, observation: BlocksObservation) -> torch.Tensor:
         """A distribution over the 81 actions for each episode of ``observation``, [B, 81]."""

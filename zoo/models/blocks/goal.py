@@ -15,24 +15,28 @@ the board's edges and halves apart (convolutions alone are blind to where they a
 
 It is trained by supervision on the annotated goal (cross-entropy over the map's cells, plus
 the block's cross-entropy); the training environment gives both, the test-time input is only
-the image and the instruction.
+the image and the instruction. Registered as ``blocks-goal-reader``: ``zoo train
+blocks-goal-reader`` trains it on the data module's ``goals`` mode (one item per example), the
+epoch kept by its tuning goal error (:class:`~zoo.callbacks.goal_evaluation.GoalEvaluation`).
 """
 
 from __future__ import annotations
 
-import lightning as L
 import torch
 import torch.nn.functional as F
 from torch import nn
 
 from zoo.blocks.geometry import MAX_BLOCKS
-from zoo.blocks.goals import MAP_CELLS, cell_centre, goal_errors
+from zoo.blocks.goals import MAP_CELLS, GoalTargets, cell_centre, goal_errors
 from zoo.blocks.history import standardize_stacks
 from zoo.blocks.render import IMAGE_SIZE
-from zoo.models.blocks.network import BlocksNetworkConfig, InstructionEncoder
+from zoo.grounded import Grounded, named_arguments
+from zoo.models.blocks.network import NETWORK_OPTIONS, BlocksNetworkConfig, InstructionEncoder
+from zoo.models.blocks.policy import TINY_VOCABULARY
+from zoo.registry import register_model
 
 INSTRUCTION_OPTIONS = ("embedding_dim", "lstm_dim")
-"""The network settings the goal predictor reads: its instruction encoder's (the policies' own)."""
+"""The network settings the goal reader builds from: its instruction encoder's (the policies' own)."""
 
 
 def coordinate_channels(size: int) -> torch.Tensor:
@@ -55,20 +59,40 @@ class TextKernels(nn.Module):
         return torch.einsum("bchw,boc->bohw", features, kernels)
 
 
-class BlocksGoalPredictor(L.LightningModule):
+@register_model("blocks-goal-reader", defaults={"vocabulary": TINY_VOCABULARY},
+                description="LingUNet-style goal reader: the block to move and a map of its goal, from the "
+                            "start image and the instruction")
+class BlocksGoalPredictor(Grounded):
     """Start frame and instruction -> scores of the goal over a ``MAP_CELLS``² map and of the
-    block to move (20).
+    block to move (20)."""
 
-    ``network``: the settings of the instruction encoder it shares with the policies
-    (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`'s ``embedding_dim`` and
-    ``lstm_dim``, the paper's sizes unless given); ``channels`` and ``levels`` size its own
-    convolutions."""
+    domain = "blocks"
+    data_mode = "goals"
+    """The training data: one goal-prediction item per example (:class:`~zoo.blocks.goals.GoalTargets`)."""
+    training_loop = None
+    selection_metric = "tuning/goal_error"
+    """The figure that picks the epoch a run exports (lower is better)."""
 
     def __init__(self, vocabulary: list[str], *, channels: int = 32, levels: int = 4, dropout: float = 0.1,
                  block_weight: float = 1.0, learning_rate: float = 1e-3, weight_decay: float = 0.0, **network):
+        """
+        Args:
+            vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first.
+            channels: Feature maps at every level of the encoder and the decoder.
+            levels: Encoder levels (120 -> 60 pixels, then halving at each further level), at least 2.
+            dropout: Dropout on the instruction vector and in the block head.
+            block_weight: Weight of the block's cross-entropy beside the goal map's.
+            learning_rate: AdamW's learning rate.
+            weight_decay: AdamW's weight decay.
+            **network: The Blocks network's settings
+                (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`, the paper's unless
+                given): the reader's instruction encoder is built from ``embedding_dim`` and
+                ``lstm_dim``; the rest are kept as the sizes of the action network a goal policy
+                puts beside the reader, so one recipe sizes both.
+        """
         super().__init__()
-        config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network, INSTRUCTION_OPTIONS)
-        network.update({key: getattr(config, key) for key in INSTRUCTION_OPTIONS})  # saved, defaults too
+        config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network)
+        network.update(config.to_dict())  # saved, defaults too
         self.save_hyperparameters()
         if levels < 2:
             raise ValueError(f"a goal predictor needs at least 2 levels; got {levels}")
@@ -111,6 +135,14 @@ class BlocksGoalPredictor(L.LightningModule):
         block = self.block_head(torch.cat([text, pooled], dim=1)).log_softmax(-1)
         return scores, block
 
+    @classmethod
+    def config_keys(cls) -> frozenset[str]:
+        return named_arguments(cls) | frozenset(NETWORK_OPTIONS)
+
+    @property
+    def vocabulary(self) -> list[str]:
+        return self.hparams.vocabulary
+
     @torch.no_grad()
     def predict(self, frames, tokens, lengths) -> tuple[torch.Tensor, torch.Tensor]:
         """The predicted goal centres (x, z) [B, 2] and blocks [B]."""
@@ -135,7 +167,7 @@ class BlocksGoalPredictor(L.LightningModule):
     def validation_step(self, batch: dict, batch_idx: int) -> None:
         values = self.losses(batch)
         self.log_dict({f"val/{k}": v for k, v in values.items()}, batch_size=len(batch["block"]),
-                      prog_bar=True)
+                      prog_bar=False)
 
     def configure_optimizers(self):
         return torch.optim.AdamW(self.parameters(), lr=self.hparams.learning_rate,
@@ -170,3 +202,22 @@ class GoalPredictorEnsemble(nn.Module):
         """The predicted goal centres (x, z) [B, 2] and blocks [B]."""
         goal, block = self(frames, tokens, lengths)
         return cell_centre(goal.argmax(-1).cpu(), MAP_CELLS), block.argmax(-1).cpu()
+
+
+@torch.no_grad()
+def predicted_goals(reader: BlocksGoalPredictor | GoalPredictorEnsemble, targets: GoalTargets, batch_size: int = 256
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """The predicted goal centres [N, 2] and blocks [N] of every item of ``targets``, in
+    inference mode (the reader's own training mode is restored after)."""
+    training = reader.training
+    reader.eval()
+    goals, blocks = [], []
+    try:
+        for first in range(0, len(targets), batch_size):
+            batch = targets.batch(torch.arange(first, min(first + batch_size, len(targets))))
+            goal, block = reader.predict(batch["frames"], batch["tokens"], batch["lengths"])
+            goals.append(goal)
+            blocks.append(block)
+    finally:
+        reader.train(training)
+    return torch.cat(goals), torch.cat(blocks)
