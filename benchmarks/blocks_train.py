@@ -85,8 +85,8 @@ def bandit_rate(policy, optimiser, loop, examples, rollouts: int, size: int) -> 
     for index in range(rollouts):
         rollout = loop.collect(policy, examples[index * size : (index + 1) * size])
         policy.train()
-        policy.learn_from_rollout(rollout, optimiser)
-        frames += len(rollout["actions"])
+        policy.update(rollout, optimiser)
+        frames += len(rollout.actions)
     return frames / (time.perf_counter() - started)
 
 
@@ -94,15 +94,11 @@ def dagger_rate(policy, optimiser, loop: ExpertLoop, examples, rollouts: int, si
     """Decisions collected per second, and update frames per decision."""
     started, frames, updated = time.perf_counter(), 0, 0
     for index in range(rollouts):
-        batch = examples[index * size : (index + 1) * size]
-        rollout = loop.collect(policy, batch)
-        loop.replay.add(rollout)
-        updates = loop.updates_per_rollout or len(batch)
-        minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(updates)]
+        labels = loop.collect(policy, examples[index * size : (index + 1) * size])
         policy.train()
-        policy.learn_from_labels(minibatches, optimiser)
-        frames += len(rollout["actions"])
-        updated += updates * loop.batch_size
+        policy.update(labels, optimiser)
+        frames += len(labels.rollout.actions)
+        updated += sum(len(minibatch.labels) for minibatch in labels.minibatches)
     return frames / (time.perf_counter() - started), updated / frames
 
 
@@ -112,11 +108,11 @@ def spo_rate(policy, optimiser, loop, examples, rollouts: int, size: int) -> tup
     for index in range(rollouts):
         trials = loop.collect(policy, examples[index * size : (index + 1) * size])
         policy.train()
-        policy.learn_from_trials(trials, optimiser)
-        rollout, demonstrations = trials["rollout"], trials["demonstrations"]
-        frames += len(rollout["actions"])
-        reinforced = int((~trials["worse"])[rollout["episodes"]].sum())
-        cloned = len(demonstrations["actions"]) if demonstrations is not None else 0
+        policy.update(trials, optimiser)
+        rollout, demonstrations = trials.rollout, trials.demonstrations
+        frames += len(rollout.actions)
+        reinforced = int((~trials.worse)[rollout.episodes].sum())
+        cloned = len(demonstrations.actions) if demonstrations is not None else 0
         updated += policy.hparams.ppo_epochs * (reinforced + cloned)
     return frames / (time.perf_counter() - started), updated / frames
 

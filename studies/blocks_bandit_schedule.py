@@ -99,7 +99,7 @@ def main(argv=None) -> dict:
         batch = episodes[first : first + args.rollout]
         rollout = loop.collect(policy, batch)
         policy.train()
-        policy.learn_from_rollout(rollout, optimizer)
+        policy.update(rollout, optimizer)
         curve.record(rollout, loop.runner.env.stopped, -(-len(batch) // args.episodes_per_update), len(batch))
         if curve.evaluate_when_due(first + len(batch), len(episodes), args.seconds):
             break

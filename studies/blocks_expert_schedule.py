@@ -125,18 +125,15 @@ def main(argv=None) -> dict:
         if args.method == "spo":
             trials = loop.collect(policy, batch)
             policy.train()
-            policy.learn_from_trials(trials, optimizer)
-            demonstrations = trials["demonstrations"]
-            curve.record(trials["rollout"], loop.trials.runner.env.stopped, args.ppo_epochs, len(batch),
-                         other_frames=len(demonstrations["actions"]) if demonstrations is not None else 0)
+            policy.update(trials, optimizer)
+            demonstrations = trials.demonstrations
+            curve.record(trials.rollout, loop.trials.runner.env.stopped, args.ppo_epochs, len(batch),
+                         other_frames=len(demonstrations.actions) if demonstrations is not None else 0)
         else:
-            rollout = loop.collect(policy, batch)
-            loop.replay.add(rollout)
-            count = loop.updates_per_rollout or len(batch)
-            minibatches = [loop.replay.sample(loop.batch_size, loop.generator) for _ in range(count)]
+            labels = loop.collect(policy, batch)
             policy.train()
-            policy.learn_from_labels(minibatches, optimizer)
-            curve.record(rollout, loop.runner.env.stopped, count, len(batch))
+            policy.update(labels, optimizer)
+            curve.record(labels.rollout, loop.runner.env.stopped, len(labels.minibatches), len(batch))
         recent.append(dict(loop.last_stats))
         if curve.evaluate_when_due(first + len(batch), len(episodes), args.seconds, **method_stats()):
             break

@@ -2,6 +2,7 @@
 with the expert's action, β decays as configured, and the learner fits the labels."""
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -33,31 +34,31 @@ def replay_labels(examples, rollout) -> torch.Tensor:
     boards = BoardBatch.from_transitions([e.transition for e in examples])
     env, expert = BlocksEnv(), BlocksExpert(boards)
     env.reset(boards)
-    labels = torch.empty_like(rollout["labels"])
-    for step in range(int(rollout["steps"].max()) + 1):
-        rows = (rollout["steps"] == step).nonzero().squeeze(1)
-        episodes = rollout["episodes"][rows]
+    labels = torch.empty_like(rollout.labels)
+    for step in range(int(rollout.steps.max()) + 1):
+        rows = (rollout.steps == step).nonzero().squeeze(1)
+        episodes = rollout.episodes[rows]
         labels[rows] = expert.act(env.positions[episodes], env.moves_taken[episodes], episodes)
         actions = torch.full((len(examples),), STOP)
-        actions[episodes] = rollout["actions"][rows]
+        actions[episodes] = rollout.actions[rows]
         env.step(actions)
     return labels
 
 
 def test_every_visited_state_is_labelled_with_the_experts_action(examples, learner):
     loop = ExpertLoop(examples, seed=1, beta_start=0.5, beta_decay=1.0)
-    rollout = loop.collect(learner, examples)
-    assert torch.equal(rollout["labels"], replay_labels(examples, rollout))
-    by_expert = rollout["expert_acted"]
-    assert torch.equal(rollout["actions"][by_expert], rollout["labels"][by_expert])
+    rollout = loop.play(learner, examples)
+    assert torch.equal(rollout.labels, replay_labels(examples, rollout))
+    by_expert = rollout.expert_acted
+    assert torch.equal(rollout.actions[by_expert], rollout.labels[by_expert])
     assert 0 < by_expert.float().mean() < 1  # both the expert and the policy acted
 
 
 def test_with_beta_one_the_rollout_is_the_experts_path(examples, learner):
-    rollout = ExpertLoop(examples, beta_start=1.0).collect(learner, examples)
-    assert bool(rollout["expert_acted"].all())
-    assert torch.equal(rollout["actions"], rollout["labels"])
-    stops = rollout["actions"] == STOP
+    rollout = ExpertLoop(examples, beta_start=1.0).play(learner, examples)
+    assert bool(rollout.expert_acted.all())
+    assert torch.equal(rollout.actions, rollout.labels)
+    stops = rollout.actions == STOP
     assert int(stops.sum()) == len(examples)  # each episode ends with the expert's one STOP
 
 
@@ -65,7 +66,7 @@ def test_beta_decays_as_configured_from_rollout_to_rollout(examples, learner):
     loop = ExpertLoop(examples, beta_start=1.0, beta_decay=0.5, beta_end=0.2)
     seen = []
     for _ in range(4):
-        loop.collect(learner, examples[:2])
+        loop.play(learner, examples[:2])
         seen.append(loop.last_stats["beta"])
     assert seen == [1.0, 0.5, 0.25, 0.2]
     assert loop.state_dict() == {"rollouts": 4}
@@ -77,19 +78,19 @@ def test_beta_decays_as_configured_from_rollout_to_rollout(examples, learner):
 
 
 def test_the_replay_stores_each_decision_with_its_history_window(examples, learner):
-    rollout = ExpertLoop(examples, seed=2, beta_start=0.7, beta_decay=1.0).collect(learner, examples)
+    rollout = ExpertLoop(examples, seed=2, beta_start=0.7, beta_decay=1.0).play(learner, examples)
     replay = ExpertReplay(capacity=1000)
     replay.add(rollout)
-    order = torch.argsort(rollout["episodes"] * 100 + rollout["steps"])
-    steps, episodes = rollout["steps"][order], rollout["episodes"][order]
-    assert torch.equal(replay.frames[: len(order)], rollout["frames"][steps, episodes])
-    assert torch.equal(replay.labels[: len(order)], rollout["labels"][order])
+    order = torch.argsort(rollout.episodes * 100 + rollout.steps)
+    steps, episodes = rollout.steps[order], rollout.episodes[order]
+    assert torch.equal(replay.frames[: len(order)], rollout.frames[steps, episodes])
+    assert torch.equal(replay.labels[: len(order)], rollout.labels[order])
     sample = replay.sample(64, torch.Generator().manual_seed(0))
-    newest = sample["index"][:, -1]
+    newest = sample.index[:, -1]
     for row, slot in enumerate(newest.tolist()):
         for back in range(1, 5):  # the frames before it in its own episode, zeros before its start
             expected = slot - back if back <= int(replay.steps[slot]) else -1
-            assert int(sample["index"][row, -1 - back]) == expected
+            assert int(sample.index[row, -1 - back]) == expected
 
 
 def test_the_replay_keeps_only_the_newest_decisions(examples, learner):
@@ -97,30 +98,29 @@ def test_the_replay_keeps_only_the_newest_decisions(examples, learner):
     replay = ExpertReplay(capacity=20)
     labels = []
     for _ in range(3):
-        rollout = loop.collect(learner, examples)
+        rollout = loop.play(learner, examples)
         replay.add(rollout)
-        labels.append(rollout["labels"][torch.argsort(rollout["episodes"] * 100 + rollout["steps"])])
+        labels.append(rollout.labels[torch.argsort(rollout.episodes * 100 + rollout.steps)])
     newest = torch.cat(labels)[-20:]
     assert len(replay) == 20 and replay.total == len(torch.cat(labels))
     assert torch.equal(replay.labels.roll(-(replay.total % 20)), newest)
     sample = replay.sample(200, torch.Generator().manual_seed(0))
     # every window drawn is whole: its slots hold the consecutive steps of one episode
-    for window in sample["index"].tolist():
+    for window in sample.index.tolist():
         steps = [int(replay.steps[slot]) for slot in window if slot >= 0]
         assert steps == list(range(steps[-1] - len(steps) + 1, steps[-1] + 1))
 
 
 @pytest.mark.slow
 def test_a_few_dagger_steps_fit_the_labels(examples, learner):
-    loop = ExpertLoop(examples, seed=0, beta_start=1.0, replay_size=500, batch_size=16)
-    loop.replay.add(loop.collect(learner, examples))
-    generator = torch.Generator().manual_seed(0)
-    minibatches = [loop.replay.sample(16, generator) for _ in range(2)]
+    loop = ExpertLoop(examples, seed=0, beta_start=1.0, replay_size=500, batch_size=16, updates_per_rollout=2)
+    labels = loop.collect(learner, examples)
+    assert len(labels.minibatches) == 2 and len(labels.minibatches[0].labels) == 16
     optimizer = learner.configure_optimizers()
     learner.train()
-    first = float(learner.learn_from_labels(minibatches, optimizer))
+    first = float(learner.update(labels, optimizer))
     for _ in range(15):
-        last = float(learner.learn_from_labels(minibatches, optimizer))
+        last = float(learner.update(labels, optimizer))
     assert last < 0.8 * first
 
 
@@ -158,8 +158,8 @@ def test_a_stop_weight_counts_each_stop_label_that_many_times():
 def test_the_replay_takes_the_memory_its_estimate_says(examples, learner):
     """The recipe schema bounds loop.replay_size by ExpertReplay.bytes_per_decision: that is
     what each slot allocates (one-token instructions here; longer ones widen every row)."""
-    rollout = ExpertLoop(examples, seed=2).collect(learner, examples)
-    rollout["tokens"], rollout["lengths"] = rollout["tokens"][:, :1], torch.ones_like(rollout["lengths"])
+    rollout = ExpertLoop(examples, seed=2).play(learner, examples)
+    rollout = replace(rollout, tokens=rollout.tokens[:, :1], lengths=torch.ones_like(rollout.lengths))
     replay = ExpertReplay(capacity=50)
     replay.add(rollout)
     stored = (replay.frames, replay.frame_sums, replay.steps, replay.previous, replay.labels, replay.lengths,

@@ -1,5 +1,7 @@
 """BlocksDataModule: supervised steps show the policy exactly what a rollout would show it."""
 
+from dataclasses import replace
+
 import torch
 
 from zoo.blocks.datamodule import BlocksDataModule, StepCollator
@@ -94,20 +96,20 @@ def test_the_policy_embeds_raw_stacks_rollout_frames_and_standardised_stacks_ali
     policy = BlocksBandit(datamodule.vocabulary.words, init="glorot")
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
     rollout = loop.collect(policy, datamodule.train_examples[:3])
-    stacks = stacks_from_frames(rollout["frames"], rollout["steps"], rollout["episodes"])
+    stacks = stacks_from_frames(rollout.frames, rollout.steps, rollout.episodes)
     with torch.no_grad():
         reference = policy.image(stacks)
-        groups = torch.unique(rollout["episodes"], return_inverse=True)
-        from_frames = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], *groups)
-        with_sums = policy._embed_rollout_frames(rollout["frames"], rollout["steps"], *groups, rollout["frame_sums"])
+        groups = torch.unique(rollout.episodes, return_inverse=True)
+        from_frames = policy._embed_rollout_frames(rollout.frames, rollout.steps, *groups)
+        with_sums = policy._embed_rollout_frames(rollout.frames, rollout.steps, *groups, rollout.frame_sums)
         runner = EpisodeRunner(datamodule.renderer)
         runner.start(datamodule.train_examples[:3], images=True, demonstrations=False)
         raw = runner.observe().images
-        torch.testing.assert_close(raw.standardized(), stacks[rollout["steps"] == 0], atol=1e-4, rtol=1e-4)
+        torch.testing.assert_close(raw.standardized(), stacks[rollout.steps == 0], atol=1e-4, rtol=1e-4)
         folded = policy.image(raw)
     torch.testing.assert_close(from_frames, reference, atol=1e-3, rtol=1e-4)
     torch.testing.assert_close(with_sums, reference, atol=1e-3, rtol=1e-4)  # the rollout's own frame sums
-    torch.testing.assert_close(folded, reference[rollout["steps"] == 0], atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(folded, reference[rollout.steps == 0], atol=1e-3, rtol=1e-4)
 
 
 def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_from():
@@ -134,8 +136,8 @@ def test_bandit_updates_score_each_action_with_the_probability_it_was_sampled_fr
     policy.sample = recording
     rollout = loop.collect(policy, datamodule.train_examples[:4])
     with torch.no_grad():
-        block, direction = policy.rollout_heads(rollout, torch.arange(len(rollout["episodes"])))
-        updated = policy.joint_log_probs(block, direction).gather(1, rollout["actions"][:, None]).squeeze(1)
+        block, direction = policy.rollout_heads(rollout, torch.arange(len(rollout.episodes)))
+        updated = policy.joint_log_probs(block, direction).gather(1, rollout.actions[:, None]).squeeze(1)
     torch.testing.assert_close(updated, torch.cat(sampled_log_p), atol=1e-3, rtol=1e-4)
 
 
@@ -192,8 +194,8 @@ def test_a_mean_baseline_leaves_only_the_entropy_term_when_every_reward_is_equal
     policy = BlocksBandit(datamodule.vocabulary.words, init="glorot", reward_baseline="mean")
     loop = ContextualBanditLoop(datamodule.train_examples, renderer=datamodule.renderer, demo_cache=datamodule.demos)
     rollout = loop.collect(policy, datamodule.train_examples[:3])
-    rollout["rewards"] = torch.full_like(rollout["rewards"], 0.7)
-    rows = torch.arange(len(rollout["episodes"]))
+    rollout = replace(rollout, rewards=torch.full_like(rollout.rewards, 0.7))
+    rows = torch.arange(len(rollout.episodes))
     with torch.no_grad():
         block, direction = policy.rollout_heads(rollout, rows)
         entropy_only = -0.1 * (objectives.entropy(block, objectives.LOG_FLOOR)

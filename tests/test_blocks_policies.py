@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 import torch
@@ -154,7 +155,7 @@ def test_the_goal_predictor_takes_the_network_s_instruction_settings():
 
 
 def test_reinforce_is_the_bandit_weighted_by_the_return_instead_of_the_reward():
-    rollout = {"rewards": torch.tensor([1.0, -1.0, 2.0]), "returns": torch.tensor([2.0, 1.0, 2.0])}
+    rollout = SimpleNamespace(rewards=torch.tensor([1.0, -1.0, 2.0]), returns=torch.tensor([2.0, 1.0, 2.0]))
     rows = torch.tensor([0, 2])
     words = ["<pad>", "<unk>"]
     assert torch.equal(BlocksBandit(words, **TINY).rollout_targets(rollout, rows), torch.tensor([1.0, 2.0]))

@@ -2,6 +2,7 @@
 clone the expert's demonstration, the others are reinforced by PPO's clipped objective."""
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -47,10 +48,10 @@ def test_past_the_clip_range_in_the_favoured_direction_the_gradient_stops():
 def test_the_first_trials_have_no_baseline_and_all_clone_the_experts_path(examples, learner):
     loop = ScheduledLoop(examples, seed=1)
     trials = loop.collect(learner, examples)
-    assert bool(trials["worse"].all())
-    demonstrations = trials["demonstrations"]
-    assert torch.equal(demonstrations["actions"], demonstrations["labels"])
-    assert int((demonstrations["actions"] == STOP).sum()) == len(examples)  # the expert stops once per episode
+    assert bool(trials.worse.all())
+    demonstrations = trials.demonstrations
+    assert torch.equal(demonstrations.actions, demonstrations.labels)
+    assert int((demonstrations.actions == STOP).sum()) == len(examples)  # the expert stops once per episode
     assert len(loop.errors) == len(examples) and loop.last_stats["cloned_share"] == 1.0
 
 
@@ -59,12 +60,12 @@ def test_later_trials_clone_exactly_when_worse_than_the_mean_of_the_window(examp
     loop.errors = [1.0, 2.0, 3.0, 4.0, 5.0, 6.0][-5:]  # the window keeps the newest five: mean 4.0
     trials = loop.collect(learner, examples)
     final = loop.trials.runner.env.error().double()
-    assert torch.equal(trials["worse"], final > 4.0)
-    cloned = int(trials["worse"].sum())
+    assert torch.equal(trials.worse, final > 4.0)
+    cloned = int(trials.worse.sum())
     if cloned:
-        assert int(trials["demonstrations"]["episodes"].max()) + 1 == cloned
+        assert int(trials.demonstrations.episodes.max()) + 1 == cloned
     else:
-        assert trials["demonstrations"] is None
+        assert trials.demonstrations is None
     assert loop.errors == final[-5:].tolist()  # the window now holds the newest five of these eight trials
     resumed = ScheduledLoop(examples, window=5)
     resumed.load_state_dict(loop.state_dict())
@@ -86,29 +87,28 @@ def test_cloning_steps_fit_the_demonstrations(examples, learner):
     optimizer = learner.configure_optimizers()
     learner.train()
     with torch.no_grad():
-        first = float(learner.cloning_loss(trials["demonstrations"]))
+        first = float(learner.cloning_loss(trials.demonstrations))
     for _ in range(10):
-        learner.learn_from_trials(trials, optimizer)
+        learner.update(trials, optimizer)
     with torch.no_grad():
-        assert float(learner.cloning_loss(trials["demonstrations"])) < 0.9 * first
+        assert float(learner.cloning_loss(trials.demonstrations)) < 0.9 * first
 
 
 @pytest.mark.slow
 def test_ppo_steps_raise_the_likelihood_of_the_decisions_with_positive_advantage(examples, learner):
     loop = ScheduledLoop(examples, seed=4)
     trials = loop.collect(learner, examples)
-    trials["worse"] = torch.zeros(len(examples), dtype=torch.bool)  # every trial reinforced
-    trials["demonstrations"] = None
-    rollout = trials["rollout"]
-    rows = torch.arange(len(rollout["episodes"]))
-    advantages = rollout["rewards"] - rollout["rewards"].mean()
+    trials = replace(trials, worse=torch.zeros(len(examples), dtype=torch.bool), demonstrations=None)  # all reinforced
+    rollout = trials.rollout
+    rows = torch.arange(len(rollout.episodes))
+    advantages = rollout.rewards - rollout.rewards.mean()
     from zoo.models.blocks.losses import action_log_prob
 
     with torch.no_grad():
-        before = action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"])
-    learner.learn_from_trials(trials, learner.configure_optimizers())
+        before = action_log_prob(*learner.rollout_heads(rollout, rows), rollout.actions)
+    learner.update(trials, learner.configure_optimizers())
     with torch.no_grad():
-        after = action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"])
+        after = action_log_prob(*learner.rollout_heads(rollout, rows), rollout.actions)
     assert float((advantages * (after - before)).sum()) > 0
 
 
@@ -137,11 +137,10 @@ def test_a_step_on_mixed_trials_follows_both_terms_weighted_by_their_share(examp
     loop = ScheduledLoop(examples, seed=6)
     trials = loop.collect(learner, examples)
     worse = torch.arange(len(examples)) % 2 == 0
-    trials["worse"] = worse
-    trials["demonstrations"] = loop.expert.collect(learner, [e for e, w in zip(examples, worse) if w])
-    rollout = trials["rollout"]
-    rows = (~worse)[rollout["episodes"]].nonzero().squeeze(1)
-    advantages = rollout["rewards"][rows] - rollout["rewards"][rows].mean()
+    trials = replace(trials, worse=worse, demonstrations=loop.expert.play(learner, [e for e, w in zip(examples, worse) if w]))
+    rollout = trials.rollout
+    rows = (~worse)[rollout.episodes].nonzero().squeeze(1)
+    advantages = rollout.rewards[rows] - rollout.rewards[rows].mean()
 
     def gradient(loss_of) -> list[torch.Tensor]:
         learner.zero_grad()
@@ -149,11 +148,11 @@ def test_a_step_on_mixed_trials_follows_both_terms_weighted_by_their_share(examp
         return [p.grad.clone() if p.grad is not None else torch.zeros_like(p) for p in learner.parameters()]
 
     with torch.no_grad():
-        old = action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"][rows])
+        old = action_log_prob(*learner.rollout_heads(rollout, rows), rollout.actions[rows])
     ppo = gradient(lambda: clipped_surrogate_loss(
-        action_log_prob(*learner.rollout_heads(rollout, rows), rollout["actions"][rows]), old, advantages, 0.05))
-    clone = gradient(lambda: learner.cloning_loss(trials["demonstrations"]))
+        action_log_prob(*learner.rollout_heads(rollout, rows), rollout.actions[rows]), old, advantages, 0.05))
+    clone = gradient(lambda: learner.cloning_loss(trials.demonstrations))
     before = [p.detach().clone() for p in learner.parameters()]
-    learner.learn_from_trials(trials, torch.optim.SGD(learner.parameters(), lr=1.0))
+    learner.update(trials, torch.optim.SGD(learner.parameters(), lr=1.0))
     for start, now, g_ppo, g_clone in zip(before, learner.parameters(), ppo, clone):
         assert torch.allclose(start - now.detach(), 0.5 * g_ppo + 0.5 * g_clone, atol=1e-5)

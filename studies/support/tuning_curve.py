@@ -12,6 +12,7 @@ from pathlib import Path
 import torch
 
 from zoo.blocks.evaluate import evaluate_policy
+from zoo.models.blocks.experience import Rollout
 
 
 class TuningCurve:
@@ -32,13 +33,13 @@ class TuningCurve:
     def seconds(self) -> float:
         return time.perf_counter() - self.started
 
-    def record(self, rollout: dict, stopped: torch.Tensor, updates: int, episodes: int, other_frames: int = 0) -> None:
+    def record(self, rollout: Rollout, stopped: torch.Tensor, updates: int, episodes: int, other_frames: int = 0) -> None:
         """One rollout of ``episodes`` episodes: its decisions (and ``other_frames`` simulator
         steps beside them, such as demonstrations played for the learner), the optimizer
         steps it led to, how each episode ended."""
-        self.frames += len(rollout["actions"]) + other_frames
+        self.frames += len(rollout.actions) + other_frames
         self.updates += updates
-        self.lengths += torch.bincount(rollout["episodes"], minlength=episodes).tolist()
+        self.lengths += torch.bincount(rollout.episodes, minlength=episodes).tolist()
         self.stops += stopped.tolist()
 
     def evaluate(self, seen: int, **method_stats: float) -> dict:

@@ -2,9 +2,9 @@
 
 Before every training batch, the callback plays the current policy in the vectorised
 simulator on that batch's episodes, sampling actions from the policy, and records each step's
-context, action and immediate shaped reward. The LightningModule then only sees
-(context, action, reward) tuples and applies its bandit loss; rollout and learning stay
-separate and each is testable alone. Each batch's sampling stream is seeded from (seed,
+context, action and immediate shaped reward (a :class:`~zoo.models.blocks.experience.SampledRollout`).
+The LightningModule then only sees (context, action, reward) tuples and applies its bandit
+loss in ``update``; rollout and learning stay separate and each is testable alone. Each batch's sampling stream is seeded from (seed,
 rank, optimizer steps so far), so a resumed run draws the same actions as an uninterrupted one and
 DDP ranks draw independently.
 """
@@ -19,16 +19,22 @@ import torch
 from zoo.blocks.records import Example
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
+from zoo.models.blocks.experience import SampledRollout
 from zoo.models.blocks.losses import rewards_to_go
 
 
 class ContextualBanditLoop(L.Callback):
-    """Fills ``batch["rollout"]`` with the sampled experience of ``batch["episodes"]``.
+    """Hands the module the sampled experience of ``batch["episodes"]`` before each batch: a
+    :class:`~zoo.models.blocks.experience.SampledRollout` (its fields and shapes there).
 
-    ``rollout`` holds: ``frames`` uint8 [T+1, B, 3, H, W] (board after t actions),
-    ``steps``/``episodes`` [N] (which (t, b) were decisions), ``actions``, ``previous_actions``,
-    ``blocks`` (the sampled block, also on STOP steps), ``rewards`` and ``returns`` [N]
-    (immediate reward; the reward-to-go, for REINFORCE), ``tokens``/``lengths`` of the B instructions.
+    Args:
+        examples: The training examples ``batch["episodes"]`` indexes.
+        reward: What each decision is scored by (default :class:`RewardConfig`'s).
+        seed: Seeds each batch's sampling stream, with the rank and the optimizer steps so far.
+        renderer: Draws the boards (default: the simulator's own).
+        demo_cache: Where the demonstrations the reward reads are cached (default: a new cache).
+        horizon: The most moves an episode may take.
+        history: The previous frames in each image stack.
     """
 
     def __init__(self, examples: Sequence[Example], reward: RewardConfig | None = None, seed: int = 0,
@@ -46,11 +52,11 @@ class ContextualBanditLoop(L.Callback):
         # checkpoint; Lightning's batch_idx restarts mid-epoch), and DDP ranks draw apart.
         self.generator.manual_seed(self.stream_seed(trainer.global_rank, trainer.global_step))
         examples = [self.examples[i] for i in batch["episodes"].tolist()]
-        batch["rollout"] = self.collect(pl_module, examples)
+        pl_module.set_experience(self.collect(pl_module, examples))
         pl_module.log_dict({f"bandit/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
 
     @torch.no_grad()
-    def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+    def collect(self, policy, examples: Sequence[Example]) -> SampledRollout:
         """Play ``examples`` sampling from the policy; return the logged experience."""
         was_training = policy.training
         policy.eval()
@@ -61,11 +67,11 @@ class ContextualBanditLoop(L.Callback):
             sampled_blocks.append(blocks)
             return actions
 
-        rollout = self.runner.record(examples, sample, encode=policy.encode_instructions,
-                                     featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
-        rollout["blocks"] = torch.cat(sampled_blocks)
-        rollout["returns"] = rewards_to_go(rollout["rewards"], rollout["episodes"], rollout["steps"])
-        totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout["episodes"], rollout["rewards"])
+        record = self.runner.record(examples, sample, encode=policy.encode_instructions,
+                                    featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
+        rollout = SampledRollout(**record, blocks=torch.cat(sampled_blocks),
+                                 returns=rewards_to_go(record["rewards"], record["episodes"], record["steps"]))
+        totals = torch.zeros(len(examples), dtype=torch.float64).index_add_(0, rollout.episodes, rollout.rewards)
         env = self.runner.env
         stopped = env.stopped
         self.last_stats = {

@@ -3,9 +3,10 @@
 The paper compares its contextual bandit with DQN trained on the same shaped reward (Table
 2). Before every training batch this callback plays the batch's episodes ε-greedily with the
 current Q-network, stores each transition (uint8 image stacks, so 2,000 of them take ~0.9 GB)
-in a replay memory of fixed size, samples a minibatch and attaches it with its bootstrapped
-targets ``r + γ·(1 - done)·max_a' Q_target(s', a')``. The target network is a frozen copy,
-re-synchronised at the start of every epoch. ε falls linearly from ``epsilon_start`` to
+in a replay memory of fixed size, samples a minibatch and hands it to the module with the target
+network's ``max_a' Q_target(s', a')`` of each transition (a
+:class:`~zoo.models.blocks.experience.Transitions`; the objective applies its discount). The
+target network is a frozen copy (``BlocksDQN.frozen_copy``), re-synchronised at the start of every epoch. ε falls linearly from ``epsilon_start`` to
 ``epsilon_end`` over ``epsilon_steps`` collected transitions.
 """
 
@@ -22,6 +23,7 @@ from zoo.blocks.records import Example
 from zoo.blocks.render import IMAGE_SIZE
 from zoo.blocks.reward import RewardConfig
 from zoo.blocks.rollout import EpisodeRunner
+from zoo.models.blocks.experience import Transitions
 
 
 class ReplayMemory:
@@ -86,6 +88,24 @@ class ReplayMemory:
 
 
 class DQNLoop(L.Callback):
+    """Hands the module a replay minibatch (:class:`~zoo.models.blocks.experience.Transitions`)
+    after each ε-greedy rollout of ``batch["episodes"]``.
+
+    Args:
+        examples: The training examples ``batch["episodes"]`` indexes.
+        reward: What each transition is scored by (default :class:`RewardConfig`'s).
+        seed: Seeds exploration and replay sampling.
+        renderer: Draws the boards (default: the simulator's own).
+        demo_cache: Where the demonstrations the reward reads are cached (default: a new cache).
+        capacity: The transitions the replay memory keeps (the newest).
+        batch_size: Transitions drawn per update.
+        epsilon_start: The share of random actions at the start.
+        epsilon_end: The share it falls to.
+        epsilon_steps: The collected transitions over which it falls, linearly.
+        horizon: The most moves an episode may take.
+        history: The previous frames in each image stack.
+    """
+
     def __init__(self, examples: Sequence[Example], reward: RewardConfig | None = None, seed: int = 0,
                  renderer=None, demo_cache=None, capacity: int = 2000, batch_size: int = 32,
                  epsilon_start: float = 1.0, epsilon_end: float = 0.1, epsilon_steps: int = 100_000,
@@ -104,36 +124,32 @@ class DQNLoop(L.Callback):
         progress = min(self.collected / self.epsilon_steps, 1.0)
         return self.epsilon_start + progress * (self.epsilon_end - self.epsilon_start)
 
-    @staticmethod
-    def _frozen_copy(pl_module, state: dict | None = None):
-        """A new module with the same architecture (a deepcopy would drag the Trainer along)."""
-        target = type(pl_module)(**pl_module.hparams)
-        target.load_state_dict(state if state is not None else pl_module.state_dict())
-        return target.to(pl_module.device).eval().requires_grad_(False)
-
     def on_train_epoch_start(self, trainer, pl_module) -> None:
-        self.target = self._frozen_copy(pl_module)
+        self.target = pl_module.frozen_copy()
 
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
-        if self.target is None:
-            self.on_train_epoch_start(trainer, pl_module)
         examples = [self.examples[i] for i in batch["episodes"].tolist()]
-        self.memory.add(self.collect(pl_module, examples))
-        replay = self.memory.sample(self.batch_size, self.generator)
-        replay["targets"] = self.targets(pl_module, replay)
-        batch["replay"] = replay
+        pl_module.set_experience(self.collect(pl_module, examples))
         pl_module.log("dqn/epsilon", self.epsilon, batch_size=len(examples))
 
-    @torch.no_grad()
-    def targets(self, pl_module, replay: dict) -> torch.Tensor:
-        next_q = self.target.q_values(standardize_stacks(replay["next_stacks"]).to(pl_module.device),
-                                      replay["tokens"].to(pl_module.device), replay["lengths"],
-                                      replay["actions"].to(pl_module.device)).max(dim=1).values.cpu()
-        discount = pl_module.hparams.discount
-        return replay["rewards"].float() + discount * (~replay["done"]).float() * next_q
+    def collect(self, policy, examples: Sequence[Example]) -> Transitions:
+        """Play ``examples`` ε-greedily, add their transitions to the replay memory and draw
+        ``batch_size`` of them, with the target network's values of the states they led to (the
+        target is a frozen copy of ``policy`` until the next epoch starts)."""
+        if self.target is None:
+            self.target = policy.frozen_copy()
+        self.memory.add(self.play(policy, examples))
+        replay = self.memory.sample(self.batch_size, self.generator)
+        return Transitions(**replay, next_q=self.next_values(policy.device, replay))
 
     @torch.no_grad()
-    def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+    def next_values(self, device: torch.device, replay: dict) -> torch.Tensor:
+        """max over actions of the target network's Q-values of each transition's next state [M]."""
+        return self.target.q_values(standardize_stacks(replay["next_stacks"]).to(device), replay["tokens"].to(device),
+                                    replay["lengths"], replay["actions"].to(device)).max(dim=1).values.cpu()
+
+    @torch.no_grad()
+    def play(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
         """Play ε-greedily; return every transition of the batch as replay-memory rows."""
         was_training = policy.training
         policy.eval()
@@ -168,5 +184,5 @@ class DQNLoop(L.Callback):
     def on_train_start(self, trainer, pl_module) -> None:
         """A resumed run continues with the target network it had, not a fresh copy."""
         if getattr(self, "_target_state", None) is not None:  # resumed: the target as it was
-            self.target = self._frozen_copy(pl_module, self._target_state)
+            self.target = pl_module.frozen_copy(self._target_state)
             self._target_state = None

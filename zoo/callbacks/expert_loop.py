@@ -8,8 +8,8 @@ by ``beta_decay`` per rollout, so the states visited drift to the policy's own. 
 visited is labelled with the expert's action there (:class:`zoo.blocks.expert.BlocksExpert`,
 privileged: it reads the board; the policy still sees only images, instruction and previous
 action), and the labelled decisions join an :class:`ExpertReplay` of the newest ones. The
-callback then hands the LightningModule ``batch["dagger"]``: minibatches drawn from the
-replay, on which it minimises cross-entropy to the labels.
+callback then hands the LightningModule an :class:`~zoo.models.blocks.experience.ExpertLabels`:
+minibatches drawn from the replay, on which it minimises cross-entropy to the labels.
 
 Each rollout's random stream is a function of (seed, rank, rollouts so far); the rollout
 count is the callback's checkpointed state, so β resumes where it was. The replay is not
@@ -28,6 +28,7 @@ from zoo.blocks.history import HISTORY
 from zoo.blocks.records import Example
 from zoo.blocks.render import IMAGE_SIZE
 from zoo.blocks.rollout import EpisodeRunner
+from zoo.models.blocks.experience import ExpertLabels, LabelledRollout, LabelMinibatch
 
 POLICY_ACTIONS = ("greedy", "sample")
 
@@ -73,17 +74,17 @@ class ExpertReplay:
         any activation."""
         return (history + 1) * 3 * image_size**2 * (1 + 1 + 4)
 
-    def add(self, rollout: dict) -> None:
-        """Add a rollout's decisions (an :meth:`EpisodeRunner.record` with ``labels``)."""
-        steps, episodes = rollout["steps"].cpu(), rollout["episodes"].cpu()
+    def add(self, rollout: LabelledRollout) -> None:
+        """Add a labelled rollout's decisions."""
+        steps, episodes = rollout.steps.cpu(), rollout.episodes.cpu()
         order = torch.argsort(episodes * (int(steps.max()) + 1) + steps)  # episode by episode, in step order
         steps, episodes = steps[order], episodes[order]
-        frames = rollout["frames"].cpu()[steps, episodes]  # [N, 3, H, W]: each decision's own frame
-        sums = rollout["frame_sums"].cpu()[steps, episodes]
+        frames = rollout.frames.cpu()[steps, episodes]  # [N, 3, H, W]: each decision's own frame
+        sums = rollout.frame_sums.cpu()[steps, episodes]
         if self.frames is None:
             self.frames = torch.zeros(self.capacity, *frames.shape[1:], dtype=frames.dtype)
             self.frame_sums = torch.zeros(self.capacity, 2, dtype=sums.dtype)
-        tokens, lengths = rollout["tokens"].cpu()[episodes], rollout["lengths"].cpu()[episodes]
+        tokens, lengths = rollout.tokens.cpu()[episodes], rollout.lengths.cpu()[episodes]
         if tokens.shape[1] > self.tokens.shape[1]:
             wider = torch.zeros(self.capacity, tokens.shape[1], dtype=torch.long)
             wider[:, : self.tokens.shape[1]] = self.tokens
@@ -92,17 +93,15 @@ class ExpertReplay:
             chunk = slice(first, first + self.capacity)
             slots = (self.total + torch.arange(len(steps[chunk]))) % self.capacity
             self.frames[slots], self.frame_sums[slots], self.steps[slots] = frames[chunk], sums[chunk], steps[chunk]
-            self.previous[slots] = rollout["previous"].cpu()[order][chunk]
-            self.labels[slots] = rollout["labels"].cpu()[order][chunk]
+            self.previous[slots] = rollout.previous.cpu()[order][chunk]
+            self.labels[slots] = rollout.labels.cpu()[order][chunk]
             self.tokens[slots] = 0
             self.tokens[slots, : tokens.shape[1]] = tokens[chunk]
             self.lengths[slots] = lengths[chunk]
             self.total += len(slots)
 
-    def sample(self, size: int, generator: torch.Generator) -> dict[str, torch.Tensor]:
-        """``size`` decisions drawn uniformly: ``frames``/``frame_sums`` (the whole store, not
-        copied), ``index`` [size, K+1] of each stack's slots, oldest first, ``previous``,
-        ``labels``, ``tokens``, ``lengths``."""
+    def sample(self, size: int, generator: torch.Generator) -> LabelMinibatch:
+        """``size`` decisions drawn uniformly (the frames are the whole store, not copied)."""
         oldest = max(0, self.total - self.capacity + self.history)
         if self.total - oldest < 1:
             raise RuntimeError("the replay holds no decisions yet")
@@ -112,16 +111,28 @@ class ExpertReplay:
         index = torch.where(back[None, :] >= -steps[:, None], (drawn[:, None] + back[None, :]) % self.capacity, -1)
         slots = drawn % self.capacity
         lengths = self.lengths[slots]
-        return {"frames": self.frames, "frame_sums": self.frame_sums, "index": index, "previous": self.previous[slots],
-                "labels": self.labels[slots], "tokens": self.tokens[slots, : int(lengths.max())], "lengths": lengths}
+        return LabelMinibatch(frames=self.frames, frame_sums=self.frame_sums, index=index, previous=self.previous[slots],
+                              labels=self.labels[slots], tokens=self.tokens[slots, : int(lengths.max())], lengths=lengths)
 
 
 class ExpertLoop(L.Callback):
-    """Fills ``batch["dagger"]`` (a list of replay minibatches) from a β-mixed, expert-labelled
-    rollout of ``batch["episodes"]``.
+    """Hands the module replay minibatches (an :class:`~zoo.models.blocks.experience.ExpertLabels`)
+    after each β-mixed, expert-labelled rollout of ``batch["episodes"]``.
 
-    ``updates_per_rollout`` minibatches of ``batch_size`` decisions follow each rollout
-    (default: one per episode played, the original supervised trainer's schedule, docs/blocks_environment.md §6.4).
+    Args:
+        examples: The training examples ``batch["episodes"]`` indexes.
+        seed: Seeds each rollout's random stream, with the rank and the rollouts so far.
+        renderer: Draws the boards (default: the simulator's own).
+        horizon: The most moves an episode may take.
+        history: The previous frames in each image stack.
+        beta_start: The expert's share of the actions in the first rollout.
+        beta_decay: Beta is multiplied by this after every rollout.
+        beta_end: The least share beta falls to.
+        policy_actions: How the policy acts where the expert does not: ``"greedy"`` or ``"sample"``.
+        replay_size: The labelled decisions the replay keeps (the newest).
+        batch_size: Decisions per minibatch.
+        updates_per_rollout: Minibatches drawn after each rollout (default: one per episode
+            played, the original supervised trainer's schedule, docs/blocks_environment.md §6.4).
     """
 
     def __init__(self, examples: Sequence[Example], seed: int = 0, renderer=None, horizon: int = 40, history: int = 4,
@@ -153,13 +164,19 @@ class ExpertLoop(L.Callback):
     def on_train_batch_start(self, trainer, pl_module, batch, batch_idx) -> None:
         self.generator.manual_seed(((self.seed * 1_000_003 + trainer.global_rank) * 1_000_037 + self.rollouts) % 2**62)
         examples = [self.examples[i] for i in batch["episodes"].tolist()]
-        self.replay.add(self.collect(pl_module, examples))
-        updates = self.updates_per_rollout or len(examples)
-        batch["dagger"] = [self.replay.sample(self.batch_size, self.generator) for _ in range(updates)]
+        pl_module.set_experience(self.collect(pl_module, examples))
         pl_module.log_dict({f"dagger/{k}": v for k, v in self.last_stats.items()}, batch_size=len(examples))
 
+    def collect(self, policy, examples: Sequence[Example]) -> ExpertLabels:
+        """Play ``examples`` with the β-mixture, add the labelled decisions to the replay and draw
+        ``updates_per_rollout`` minibatches from it."""
+        rollout = self.play(policy, examples)
+        self.replay.add(rollout)
+        updates = self.updates_per_rollout or len(examples)
+        return ExpertLabels(tuple(self.replay.sample(self.batch_size, self.generator) for _ in range(updates)), rollout)
+
     @torch.no_grad()
-    def collect(self, policy, examples: Sequence[Example]) -> dict[str, torch.Tensor]:
+    def play(self, policy, examples: Sequence[Example]) -> LabelledRollout:
         """Play ``examples`` with the β-mixture; the rollout with every decision's expert ``labels``
         and whether the expert chose it (``expert_acted``)."""
         was_training = policy.training
@@ -186,18 +203,18 @@ class ExpertLoop(L.Callback):
             by_expert.append(use_expert)
             return actions
 
-        rollout = self.runner.record(examples, choose, encode=policy.instruction_encoder,
-                                     featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
-        rollout["labels"], rollout["expert_acted"] = torch.cat(labels), torch.cat(by_expert)
+        record = self.runner.record(examples, choose, encode=policy.instruction_encoder,
+                                    featurize=policy.instruction_featurizer, track=policy.image_tracker_factory)
+        rollout = LabelledRollout(**record, labels=torch.cat(labels), expert_acted=torch.cat(by_expert))
         self.rollouts += 1
-        policy_rows = ~rollout["expert_acted"]
+        policy_rows = ~rollout.expert_acted
         self.last_stats = {
             "beta": beta,
             "final_error": float(env.error().mean()),
             "episode_length": float(env.moves_taken.float().mean()),
             "policy_share": float(policy_rows.float().mean()),
             # How often the policy's own choices agree with the expert's (on the states it acted in)
-            "policy_agreement": float((rollout["actions"][policy_rows] == rollout["labels"][policy_rows]).float().mean())
+            "policy_agreement": float((rollout.actions[policy_rows] == rollout.labels[policy_rows]).float().mean())
             if policy_rows.any() else float("nan"),
             "expert_searches_per_episode": expert.searches / len(examples),
         }

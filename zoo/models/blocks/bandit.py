@@ -9,6 +9,7 @@ import torch
 
 from zoo.blocks.reward import REWARD_VARIANTS, RewardConfig
 from zoo.models.blocks import losses
+from zoo.models.blocks.experience import Rollout, SampledRollout
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
 CLIP_ALGORITHMS = ("per_parameter", "global")
@@ -33,8 +34,8 @@ def clip_gradients(parameters, max_norm: float | None, algorithm: str = "per_par
 
 @register_objective("bandit", "CNN-LSTM block policy trained as a contextual bandit with shaped rewards; pass the vocabulary")
 class BlocksBandit(BlocksPolicy):
-    """Learns from its own rollouts (a ContextualBanditLoop's): a policy-gradient step on
-    each decision's immediate reward, with an entropy bonus. The defaults are the released
+    """Learns from its own rollouts (a ContextualBanditLoop's :class:`SampledRollout`): a
+    policy-gradient step on each decision's immediate reward, with an entropy bonus. The defaults are the released
     policy's (the paper's settings, but for ``episodes_per_update``).
 
     Args:
@@ -66,6 +67,7 @@ class BlocksBandit(BlocksPolicy):
 
     data_mode = "episodes"
     training_loop = "contextual_bandit"
+    experience_type = SampledRollout
 
     def __init__(self, vocabulary: list[str], *, learning_rate: float = 2.5e-4, entropy_coefficient: float = 0.1,
                  loss_form: str = "original", episodes_per_update: int = 4, update_weighting: str = "steps",
@@ -96,16 +98,16 @@ class BlocksBandit(BlocksPolicy):
         ``episodes_per_update`` episodes of the rollout), so it steps the optimizer itself."""
         return False
 
-    def rollout_targets(self, rollout: dict, rows: torch.Tensor) -> torch.Tensor:
+    def rollout_targets(self, rollout: SampledRollout, rows: torch.Tensor) -> torch.Tensor:
         """What each decision's log-likelihood is weighted by: its immediate reward."""
-        return rollout["rewards"][rows]
+        return rollout.rewards[rows]
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = self.learn_from_rollout(batch["rollout"], self.optimizers(), self.manual_backward)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch.get("action", batch.get("episodes"))))
+        loss = self.update(self.take_experience(), self.optimizers(), self.manual_backward)
+        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["episodes"]))
         return loss
 
-    def learn_from_rollout(self, rollout: dict, optimizer, backward=None) -> torch.Tensor:
+    def update(self, rollout: SampledRollout, optimizer, backward=None) -> torch.Tensor:
         """The original trainers' schedule (docs/blocks_environment.md §6.4): one optimizer step per
         ``episodes_per_update`` episodes of a rollout, on the mean loss over their steps
         (``update_weighting="steps"``) or the mean of their episodes' means (``"episodes"``:
@@ -118,7 +120,7 @@ class BlocksBandit(BlocksPolicy):
         ``manual_backward`` inside Lightning, ``Tensor.backward`` outside. Returns the mean loss.
         """
         backward = backward or (lambda loss: loss.backward())
-        episodes = rollout["episodes"]
+        episodes = rollout.episodes
         if episodes.numel() == 0:
             raise RuntimeError("the rollout recorded no decisions")
         n_episodes = int(episodes.max()) + 1
@@ -136,14 +138,14 @@ class BlocksBandit(BlocksPolicy):
             step_losses.append(loss.detach())
         return torch.stack(step_losses).mean()
 
-    def rollout_loss(self, rollout: dict, rows: torch.Tensor | None = None) -> torch.Tensor:
+    def rollout_loss(self, rollout: SampledRollout, rows: torch.Tensor | None = None) -> torch.Tensor:
         """The policy-gradient loss on the decisions ``rows`` (default: all) of a rollout a
         ContextualBanditLoop collected, weighted by :meth:`rollout_targets`."""
         if rows is None:
-            rows = torch.arange(len(rollout["episodes"]))
+            rows = torch.arange(len(rollout.episodes))
         block, direction = self.rollout_heads(rollout, rows)
-        actions = rollout["actions"][rows].to(self.device)
-        blocks = rollout["blocks"][rows].to(self.device) if "blocks" in rollout else None
+        actions = rollout.actions[rows].to(self.device)
+        blocks = rollout.blocks[rows].to(self.device)
         targets = self.rollout_targets(rollout, rows).to(self.device)
         if self.hparams.reward_baseline == "mean":
             # The update's mean target subtracted (not the paper's): the expected gradient is
@@ -152,21 +154,20 @@ class BlocksBandit(BlocksPolicy):
             targets = targets - targets.mean()
         weights = None
         if self.hparams.update_weighting == "episodes":
-            weights = losses.episode_weights(rollout["episodes"][rows]).to(self.device)
+            weights = losses.episode_weights(rollout.episodes[rows]).to(self.device)
         return losses.policy_gradient_loss(block, direction, actions, targets, self.hparams.entropy_coefficient,
                                            blocks=blocks, form=self.hparams.loss_form, weights=weights)
 
-    def rollout_heads(self, rollout: dict, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+    def rollout_heads(self, rollout: Rollout, rows: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
         """Block and direction log-probabilities ``[N, 20]``, ``[N, 5]`` of the decisions ``rows``
         of a rollout, computed from its recorded frames as an update computes them."""
-        unique, inverse = torch.unique(rollout["episodes"][rows], return_inverse=True)
-        images = self._embed_rollout_frames(rollout["frames"], rollout["steps"][rows], unique, inverse,
-                                            rollout.get("frame_sums"))
+        unique, inverse = torch.unique(rollout.episodes[rows], return_inverse=True)
+        images = self._embed_rollout_frames(rollout.frames, rollout.steps[rows], unique, inverse, rollout.frame_sums)
         # One LSTM pass per episode, not per step: every step of an episode has its instruction.
-        lengths = rollout["lengths"][unique.cpu()]
-        tokens = rollout["tokens"][unique][:, : int(lengths.max())]
+        lengths = rollout.lengths[unique.cpu()]
+        tokens = rollout.tokens[unique][:, : int(lengths.max())]
         text = self.instruction_features(tokens, lengths)[inverse.to(self.device)]
-        return self(images.to(self.device), None, None, rollout["previous"][rows].to(self.device), text)
+        return self(images.to(self.device), None, None, rollout.previous[rows].to(self.device), text)
 
     def _embed_rollout_frames(self, frames: torch.Tensor, steps: torch.Tensor, unique: torch.Tensor,
                               inverse: torch.Tensor, frame_sums: torch.Tensor | None = None) -> torch.Tensor:

@@ -17,12 +17,13 @@ import torch
 
 from zoo.models.blocks import losses
 from zoo.models.blocks.bandit import CLIP_ALGORITHMS, clip_gradients
+from zoo.models.blocks.experience import ExpertLabels, LabelMinibatch
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
 
 @register_objective("dagger", "CNN-LSTM block policy trained by DAgger on the shortest-path expert's labels; pass the vocabulary")
 class BlocksDagger(BlocksPolicy):
-    """The block policy trained on ``batch["dagger"]``: replay minibatches of expert labels.
+    """The block policy trained on an ExpertLoop's :class:`ExpertLabels`: replay minibatches of expert labels.
     Start it from a supervised policy with ``to_objective(BlocksDagger, ...)``. ``beta_start``,
     ``beta_decay`` and ``beta_end`` are its schedule: the expert's share of the actions in each
     rollout (an ExpertLoop's), multiplied by ``beta_decay`` after every rollout down to ``beta_end``.
@@ -40,6 +41,7 @@ class BlocksDagger(BlocksPolicy):
 
     data_mode = "episodes"
     training_loop = "expert"
+    experience_type = ExpertLabels
 
     def __init__(self, vocabulary: list[str], *, gradient_clip_val: float | None = 5.0,
                  gradient_clip_algorithm: str = "per_parameter", beta_start: float = 1.0, beta_decay: float = 0.99,
@@ -59,37 +61,37 @@ class BlocksDagger(BlocksPolicy):
         return False
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = self.learn_from_labels(batch["dagger"], self.optimizers(), self.manual_backward)
+        loss = self.update(self.take_experience(), self.optimizers(), self.manual_backward)
         self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["episodes"]))
         return loss
 
-    def learn_from_labels(self, minibatches: list[dict], optimizer, backward=None) -> torch.Tensor:
+    def update(self, labels: ExpertLabels, optimizer, backward=None) -> torch.Tensor:
         """One clipped optimizer step per minibatch on the labels' cross-entropy; the mean loss.
         ``backward`` is the Trainer's ``manual_backward`` inside Lightning."""
         backward = backward or (lambda loss: loss.backward())
         step_losses, correct, seen = [], 0, 0
-        for minibatch in minibatches:
+        for minibatch in labels.minibatches:
             block, direction = self.label_heads(minibatch)
-            labels = minibatch["labels"].to(self.device)
-            loss = losses.supervised_loss(block, direction, labels, self.hparams.stop_weight)
+            targets = minibatch.labels.to(self.device)
+            loss = losses.supervised_loss(block, direction, targets, self.hparams.stop_weight)
             optimizer.zero_grad()
             backward(loss)
             clip_gradients(self.parameters(), self.hparams.gradient_clip_val, self.hparams.gradient_clip_algorithm)
             optimizer.step()
             step_losses.append(loss.detach())
-            correct += int((self.joint_log_probs(block, direction).argmax(-1) == labels).sum())
-            seen += len(labels)
+            correct += int((self.joint_log_probs(block, direction).argmax(-1) == targets).sum())
+            seen += len(targets)
         if not step_losses:
             raise RuntimeError("no labelled minibatches to learn from")
         if self._trainer is not None:
             self.log("train/accuracy", correct / seen, batch_size=seen)
         return torch.stack(step_losses).mean()
 
-    def label_heads(self, minibatch: dict) -> tuple[torch.Tensor, torch.Tensor]:
+    def label_heads(self, minibatch: LabelMinibatch) -> tuple[torch.Tensor, torch.Tensor]:
         """Block and direction log-probabilities of a replay minibatch's decisions, from the
         stored frames (:meth:`ImageEncoder.from_frames` gathers each stack straight from them)."""
         device = self.device
-        images = self.image.from_frames(minibatch["frames"].to(device), minibatch["index"].to(device),
-                                        minibatch["frame_sums"].to(device))
-        text = self.instruction_features(minibatch["tokens"].to(device), minibatch["lengths"])
-        return self(images, None, None, minibatch["previous"].to(device), text)
+        images = self.image.from_frames(minibatch.frames.to(device), minibatch.index.to(device),
+                                        minibatch.frame_sums.to(device))
+        text = self.instruction_features(minibatch.tokens.to(device), minibatch.lengths)
+        return self(images, None, None, minibatch.previous.to(device), text)

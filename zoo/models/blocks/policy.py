@@ -78,7 +78,10 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
     ``targets`` (each episode's block and goal) or ``episodes`` (examples to roll out)."""
     training_loop: str | None = None
     """The callback that collects its experience during training, by name
-    (:mod:`zoo.callbacks.objective_loops`: ``contextual_bandit``, ``dqn``, ``expert``); None: none."""
+    (:mod:`zoo.callbacks.objective_loops`: ``contextual_bandit``, ``dqn``, ``expert``, ``scheduled``); None: none."""
+    experience_type: type | None = None
+    """The record its training loop's ``collect`` returns and its ``update`` learns from
+    (:mod:`zoo.models.blocks.experience`); None: it learns from the data module's batches."""
     reads_instructions = True
     tracks_images = True
 
@@ -120,6 +123,19 @@ class BlocksPolicy(BlocksAgent, BlocksNetwork):
     def network_options(self) -> dict:
         """The constructor arguments that rebuild the network (not the objective's settings)."""
         return self.network_config.to_dict()
+
+    def set_experience(self, experience) -> None:
+        """Hand the next ``training_step`` the experience a training loop collected for its batch."""
+        self._experience = experience
+
+    def take_experience(self):
+        """The experience handed over for this batch (an :attr:`experience_type`), once."""
+        experience, self._experience = getattr(self, "_experience", None), None
+        if not isinstance(experience, self.experience_type):
+            raise RuntimeError(f"{type(self).__name__} learns from a {self.experience_type.__name__} that its training "
+                               f"loop hands over before each batch; got {type(experience).__name__}: train it with "
+                               "zoo.callbacks.objective_loops.loop_callbacks, or call update(loop.collect(...), optimizer)")
+        return experience
 
     def on_save_checkpoint(self, checkpoint: dict) -> None:
         """A training ``.ckpt`` names its class, as ``config.json`` does, so it loads as what it is."""

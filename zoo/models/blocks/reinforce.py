@@ -5,6 +5,7 @@ from __future__ import annotations
 import torch
 
 from zoo.models.blocks.bandit import BlocksBandit
+from zoo.models.blocks.experience import SampledRollout
 from zoo.models.blocks.policy import register_objective
 
 
@@ -13,5 +14,5 @@ class BlocksReinforce(BlocksBandit):
     """The contextual bandit with each decision weighted by the return from it on (the sum
     of its own and all later rewards of its episode) instead of its immediate reward."""
 
-    def rollout_targets(self, rollout: dict, rows: torch.Tensor) -> torch.Tensor:
-        return rollout["returns"][rows]
+    def rollout_targets(self, rollout: SampledRollout, rows: torch.Tensor) -> torch.Tensor:
+        return rollout.returns[rows]

@@ -16,13 +16,14 @@ import torch
 
 from zoo.models.blocks import losses
 from zoo.models.blocks.bandit import BlocksBandit, clip_gradients
+from zoo.models.blocks.experience import LabelledRollout, ScheduledTrials
 from zoo.models.blocks.policy import register_objective
 
 
 @register_objective("spo", "CNN-LSTM block policy trained by scheduled policy optimisation (cloning or PPO per trial); "
                            "pass the vocabulary")
 class BlocksSpo(BlocksBandit):
-    """The block policy trained on ``batch["scheduled"]`` (a ScheduledLoop's trials). The
+    """The block policy trained on a ScheduledLoop's trials (:class:`ScheduledTrials`). The
     advantage of a decision is its reward, less the mean reward of the rollout's PPO decisions
     when ``reward_baseline="mean"`` (the default here).
 
@@ -41,6 +42,7 @@ class BlocksSpo(BlocksBandit):
     """
 
     training_loop = "scheduled"
+    experience_type = ScheduledTrials
 
     def __init__(self, vocabulary: list[str], *, learning_rate: float = 1e-4, entropy_coefficient: float = 0.01,
                  loss_form: str = "joint", reward_baseline: str = "mean", clip: float = 0.05, ppo_epochs: int = 4,
@@ -60,22 +62,17 @@ class BlocksSpo(BlocksBandit):
         if not settings.stop_weight > 0:
             raise ValueError(f"stop_weight must be positive; got {settings.stop_weight}")
 
-    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
-        loss = self.learn_from_trials(batch["scheduled"], self.optimizers(), self.manual_backward)
-        self.log("train/loss", loss, prog_bar=True, batch_size=len(batch["episodes"]))
-        return loss
-
-    def learn_from_trials(self, trials: dict, optimizer, backward=None) -> torch.Tensor:
+    def update(self, trials: ScheduledTrials, optimizer, backward=None) -> torch.Tensor:
         """``ppo_epochs`` clipped optimizer steps on the trials: each step's loss is PPO's on
         the decisions of the trials that met the baseline plus the cloning cross-entropy on
         the demonstrations of those that did not, each weighted by its share of the trials.
         ``backward`` is the Trainer's ``manual_backward`` inside Lightning. The mean loss."""
         backward = backward or (lambda loss: loss.backward())
-        rollout, worse, demonstrations = trials["rollout"], trials["worse"], trials["demonstrations"]
-        ppo_rows = (~worse)[rollout["episodes"]].nonzero().squeeze(1)
+        rollout, worse, demonstrations = trials.rollout, trials.worse, trials.demonstrations
+        ppo_rows = (~worse)[rollout.episodes].nonzero().squeeze(1)
         cloned_share = float(worse.float().mean())
         if len(ppo_rows):
-            actions = rollout["actions"][ppo_rows].to(self.device)
+            actions = rollout.actions[ppo_rows].to(self.device)
             advantages = self.rollout_targets(rollout, ppo_rows).to(self.device)
             if self.hparams.reward_baseline == "mean":
                 advantages = advantages - advantages.mean()
@@ -105,10 +102,10 @@ class BlocksSpo(BlocksBandit):
             step_losses.append(loss)
         return torch.stack(step_losses).mean()
 
-    def cloning_loss(self, demonstrations: dict) -> torch.Tensor:
+    def cloning_loss(self, demonstrations: LabelledRollout) -> torch.Tensor:
         """Cross-entropy of the expert's actions along its own path (an ExpertLoop rollout
         with β = 1: the demonstration's states)."""
-        rows = torch.arange(len(demonstrations["episodes"]))
+        rows = torch.arange(len(demonstrations.episodes))
         block, direction = self.rollout_heads(demonstrations, rows)
-        return losses.supervised_loss(block, direction, demonstrations["labels"].to(self.device),
+        return losses.supervised_loss(block, direction, demonstrations.labels.to(self.device),
                                       self.hparams.stop_weight)
