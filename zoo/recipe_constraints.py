@@ -145,6 +145,10 @@ OPTION_RULES: dict[str, Any] = {
     "lora_rank": Annotated[int, Field(ge=1, le=256)],
     "lora_alpha": Annotated[float, Field(gt=0, le=1024)],
     "lora_dropout": Annotated[float, Field(ge=0, lt=1)],
+    "ranking": Literal[RANKINGS],
+    "lora_rank": Annotated[int, Field(ge=1, le=256)],
+    "lora_alpha": Annotated[float, Field(gt=0, le=1024)],
+    "lora_dropout": Annotated[float, Field(ge=0, lt=1)],
     "BiRanker.pooling": Literal[POOLINGS],
     "StarSpaceRanker.pooling": Literal[starspace.POOLINGS],
 }

@@ -294,7 +294,13 @@ def run_eval(args) -> int:
 
     from zoo.bootstrap import Bootstrap
     from zoo.files import check_replaceable
-    from zoo.light.evaluate import evaluate_ranker, example_outcomes, metric_name, paired_difference
+    from zoo.light.evaluate import (
+        evaluate_ranker,
+        example_outcomes,
+        metric_name,
+        paired_difference,
+        ranking_outcomes,
+    )
 
     fixture = args.source == "fixture"
     try:
@@ -319,10 +325,16 @@ def run_eval(args) -> int:
             model.save_pretrained(args.save)
         if not fixture:
             dataset, cases = module.dataset(args.split), {}
-        outcomes = example_outcomes(model, dataset, progress=True)
+        by_ranking = ranking_outcomes(model, dataset, progress=True)  # a generator's every ranking, its own first
+        outcomes = next(iter(by_ranking.values())) if by_ranking else example_outcomes(model, dataset, progress=True)
         bootstrap = _bootstrap(args)
         paired = bootstrap or Bootstrap(1000, args.bootstrap_seed)  # a comparison always gets its interval
         result = evaluate_ranker(model, dataset, args.task, bootstrap=bootstrap, outcomes=outcomes)
+        if by_ranking:
+            shown = {metric_name(args.task), "mrr", "top1_f1", "ci95"}
+            result["rankings"] = {name: {k: v for k, v in evaluate_ranker(
+                model, dataset, args.task, bootstrap=bootstrap, outcomes=ranked).items() if k in shown}
+                for name, ranked in by_ranking.items()}
         other = other_dataset = None
         if args.versus:
             other = load_ranker(args.versus, args.seed)
@@ -337,8 +349,12 @@ def run_eval(args) -> int:
                     other_dataset = other_module.dataset(args.split)
                 other_dataset = _same_cases(dataset, other_dataset)
             _fit_baseline(other, other_args, other_module)
+            other_outcomes = example_outcomes(other, other_dataset, progress=True)
             result["versus"] = {"model": args.versus, "features": other_args.features, **paired_difference(
-                outcomes, example_outcomes(other, other_dataset, progress=True), metric_name(args.task), paired)}
+                outcomes, other_outcomes, metric_name(args.task), paired)}
+            if by_ranking:
+                result["versus"]["rankings"] = {name: paired_difference(ranked, other_outcomes, metric_name(args.task),
+                                                                        paired) for name, ranked in by_ranking.items()}
         if _writes(model):
             from zoo.light.evaluate import evaluate_generation, gold_likelihoods, paired_word_perplexity
 
@@ -362,6 +378,8 @@ def run_eval(args) -> int:
         subset = f" ({subset_words(summary['examples'], 'examples')})" if args.limit is not None else ""
     generative = f", ppl {result['ppl']:.2f}, f1 {result['f1']:.4f}" if "ppl" in result and "f1" in result else ""
     retrieved = f", top-1 f1 {result['top1_f1']:.4f}" if "top1_f1" in result else ""
+    if "rankings" in result:
+        retrieved += "; by " + ", ".join(f"{name} {ranked[metric]:.4f}" for name, ranked in result["rankings"].items())
     versus = result.get("versus")
     if versus:
         retrieved += (f"; minus {versus['model']} ({versus[metric]:.4f}): {versus['difference']:+.4f} "

@@ -34,22 +34,42 @@ def example_outcomes(model: Any, dataset: LightDataset, batch_size: int = 256,
     (reciprocal rank of the gold) of ``model.score`` over every example of ``dataset``, in
     order: the means are R@1 / accuracy and MRR, the values are what an interval resamples.
     ``top`` is the index of the best-scored candidate (the first of tied ones)."""
-    hits, ranks, tops = [], [], []
+    def score(contexts, candidates):
+        return {None: model.score(contexts, candidates)}
+
+    return _outcomes(score, model, dataset, batch_size, progress)[None]
+
+
+@torch.no_grad()
+def ranking_outcomes(model: Any, dataset: LightDataset, batch_size: int = 16,
+                     progress: bool = False) -> dict[str, dict[str, torch.Tensor]]:
+    """:func:`example_outcomes` of each way ``model`` ranks (its ``rankings``, its own first:
+    a generator's mean log-probability per token and its PMI), from one pass of
+    ``model.score_rankings`` over the candidates; empty for a model with one way."""
+    if not getattr(model, "rankings", ()):
+        return {}
+    return _outcomes(model.score_rankings, model, dataset, batch_size, progress)
+
+
+def _outcomes(score, model: Any, dataset: LightDataset, batch_size: int, progress: bool) -> dict:
+    """Per-example outcomes of every score table ``score(contexts, candidates)`` returns by name."""
+    rows: dict[Any, dict[str, list[torch.Tensor]]] = {}
     if hasattr(model, "eval"):
         model.eval()
     report = CountProgress(len(dataset), "examples ranked", progress)
     for start in range(0, len(dataset), batch_size):
         items = [dataset[i] for i in range(start, min(start + batch_size, len(dataset)))]
-        scores = model.score([i.context for i in items], [list(i.candidates) for i in items])
-        target = torch.tensor([i.label for i in items], dtype=torch.long, device=scores.device)
-        hits.append(expected_hits(scores, target, 1).double().cpu())
-        ranks.append(reciprocal_ranks(scores, target).cpu())
-        tops.append(scores.argmax(dim=-1).cpu())
+        for name, scores in score([i.context for i in items], [list(i.candidates) for i in items]).items():
+            target = torch.tensor([i.label for i in items], dtype=torch.long, device=scores.device)
+            row = rows.setdefault(name, {"hit": [], "rr": [], "top": []})
+            row["hit"].append(expected_hits(scores, target, 1).double().cpu())
+            row["rr"].append(reciprocal_ranks(scores, target).cpu())
+            row["top"].append(scores.argmax(dim=-1).cpu())
         report.advance(len(items))
     report.close()
-    if not hits:
+    if not rows:
         raise ValueError("the split has no examples for this task")
-    return {"hit": torch.cat(hits), "rr": torch.cat(ranks), "top": torch.cat(tops)}
+    return {name: {column: torch.cat(values) for column, values in row.items()} for name, row in rows.items()}
 
 
 def evaluate_ranker(model: Any, dataset: LightDataset, task: str, batch_size: int = 256,
