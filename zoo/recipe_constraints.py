@@ -105,7 +105,7 @@ class RecipeConfigError(SystemExit):
 OPTION_RULES: dict[str, Any] = {
     **dict.fromkeys(("embedding_dim", "dim", "d_model", "lstm_dim", "image_dim", "block_embedding_dim",
                      "direction_embedding_dim", "hidden_dim"), Width),
-    **dict.fromkeys(("conv_channels", "channels"), Annotated[int, Field(ge=1, le=CHANNELS_MAX)]),
+    **dict.fromkeys(("conv_channels", "channels", "actor_channels"), Annotated[int, Field(ge=1, le=CHANNELS_MAX)]),
     "levels": Annotated[int, Field(ge=2, le=6)],  # the goal reader's: 120 px halves to 4 px by the sixth
     "ffn_dim": Annotated[int, Field(ge=1, le=FFN_MAX)],
     "layers": Layers, "hops": Layers, "heads": Annotated[int, Field(ge=1, le=HEADS_MAX)],
@@ -141,10 +141,6 @@ OPTION_RULES: dict[str, Any] = {
     "gradient_clip_algorithm": Literal[CLIP_ALGORITHMS],
     "similarity": Literal[starspace.SIMILARITIES],
     "start": Literal[START_POINTS],
-    "ranking": Literal[RANKINGS],
-    "lora_rank": Annotated[int, Field(ge=1, le=256)],
-    "lora_alpha": Annotated[float, Field(gt=0, le=1024)],
-    "lora_dropout": Annotated[float, Field(ge=0, lt=1)],
     "ranking": Literal[RANKINGS],
     "lora_rank": Annotated[int, Field(ge=1, le=256)],
     "lora_alpha": Annotated[float, Field(gt=0, le=1024)],

@@ -80,7 +80,7 @@ class StepCollator:
         frames = self.history + 1
         positions = np.zeros((len(items), frames, MAX_BLOCKS, 2))
         exists = np.zeros((len(items), frames), dtype=bool)
-        n_blocks, logo, previous, gold = [], [], [], []
+        n_blocks, logo, previous, gold, moved, goal = [], [], [], [], [], []
         for row, (index, step) in enumerate(items):
             example = self.examples[index]
             transition, demo = example.transition, self.demos(example.transition)
@@ -92,6 +92,8 @@ class StepCollator:
             logo.append(transition.decoration == "logo")
             previous.append(demo.actions[step - 1] if step > 0 else -1)
             gold.append(demo.actions[step])
+            moved.append(transition.moved_block)
+            goal.append(transition.goal[transition.moved_block])
         # Render only the frames that exist (not the zero padding before an episode starts),
         # straight into one preallocated float buffer: fresh 27 MB tensors cost more than drawing.
         present = torch.from_numpy(exists.reshape(-1))
@@ -110,6 +112,8 @@ class StepCollator:
             "lengths": lengths,
             "previous_action": torch.tensor(previous, dtype=torch.long),
             "action": torch.tensor(gold, dtype=torch.long),
+            "block": torch.tensor(moved, dtype=torch.long),  # the block the instruction moves, and its goal centre
+            "goal": torch.tensor(np.stack(goal), dtype=torch.float32),
         }
 
 
@@ -273,15 +277,8 @@ class BlocksDataModule(L.LightningDataModule):
         """One item per example: the start stack, the block to move and its goal centre."""
         steps = StepCollator(examples, self.demos, self.vocabulary, self.renderer, self.hparams.history)
 
-        def collate(indices: list[int]) -> dict[str, torch.Tensor]:
-            batch = steps([(i, 0) for i in indices])
-            transitions = [examples[i].transition for i in indices]
-            batch["block"] = torch.tensor([t.moved_block for t in transitions], dtype=torch.long)
-            batch["goal"] = torch.tensor(np.stack([t.goal[t.moved_block] for t in transitions]), dtype=torch.float32)
-            return batch
-
         return ResumableLoader(EpisodeIndices(len(examples)), batch_size=self.hparams.batch_size, seed=self.hparams.seed,
-                               shuffle=shuffle, collate_fn=collate)
+                               shuffle=shuffle, collate_fn=lambda indices: steps([(i, 0) for i in indices]))
 
     def goal_targets(self, split: str) -> GoalTargets:
         """The goal-prediction items of ``split`` (``train``, ``tuning`` or ``dev``), each start

@@ -56,7 +56,9 @@ class EpisodeRunner:
               featurize: Callable | None = None, track: Callable | None = None):
         """Reset to ``examples``. ``encode`` (instructions -> tokens, lengths) tokenises once;
         ``featurize`` (tokens, lengths -> [B, D]) lets a policy summarise each instruction once
-        per episode (observations carry it as ``instruction_features``); ``track`` makes the
+        per episode (observations carry it as ``instruction_features``); one whose
+        ``reads_start_frame`` is true also gets the first frames (uint8 [B, 3, H, W]) and reads
+        the episode's start, with images only; ``track`` makes the
         policy's tracker of its first convolution (``reset``/``push``/``response``, see
         :class:`zoo.models.incremental_conv.FirstConvolutionTracker`), told at every step which
         window of each frame the moved block can have changed (``BoardRenderer.footprint``);
@@ -68,7 +70,8 @@ class EpisodeRunner:
         self.env.reset(self.boards)
         self.decisions = 0  # actions taken by running episodes (the work a policy did)
         self.tokens, self.lengths = encode(self.instructions) if encode else (None, None)
-        self.instruction_features = featurize(self.tokens, self.lengths) if featurize and encode else None
+        reads_start = getattr(featurize, "reads_start_frame", False)  # computed below, from the first frame
+        self.instruction_features = featurize(self.tokens, self.lengths) if featurize and encode and not reads_start else None
         self.reward = None
         if self.reward_config is not None:
             self.reward = ShapedReward(self.reward_config)
@@ -84,6 +87,8 @@ class EpisodeRunner:
             first = self._render()
             self.stack.reset(first)
             self.frames = [first]
+            if reads_start and encode:
+                self.instruction_features = featurize(self.tokens, self.lengths, first)
             self.tracker = track() if track is not None and hasattr(self.renderer, "move_window") else None
             if self.tracker is not None:
                 self.tracker.reset(first)

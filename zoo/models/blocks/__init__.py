@@ -18,9 +18,10 @@ from zoo.models.blocks.planner import BlocksPlanner
 from zoo.models.blocks.dagger import BlocksDagger
 from zoo.models.blocks.spo import BlocksSpo
 from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble
+from zoo.models.blocks.goal_policy import BlocksGoal
 
 __all__ = [
-    "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksGoalPredictor",
+    "BlocksAgent", "BlocksBandit", "BlocksDagger", "BlocksDQN", "BlocksDemonstrations", "BlocksEnsemble", "BlocksGoal", "BlocksGoalPredictor",
     "GoalPredictorEnsemble",
     "BlocksNetworkConfig", "BlocksPlanner", "BlocksPolicy", "BlocksRandom", "BlocksReinforce", "BlocksSpo", "BlocksStop",
     "BlocksSupervised", "list_objectives", "objective_class", "register_objective",
