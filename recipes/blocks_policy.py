@@ -13,12 +13,25 @@ contextual bandit, REINFORCE, DQN, DAgger, an oracle planner (``zoo train blocks
 ``<run_dir>/checkpoints/last.ckpt`` when it exists and the run's ``config.yaml`` is this
 configuration (another one is refused; see zoo/run_directory.py); the trained policy is
 exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it with
-``zoo eval blocks --model <run_dir>/pretrained``). The script is zoo/training/blocks.py.
+``zoo eval blocks --model <run_dir>/pretrained``). The runner is zoo/training/runner.py.
 """
 
 import sys
+from collections.abc import Sequence
 
-from zoo.training.blocks import main
+from zoo.training.runner import run
+
+DEFAULT_RECIPE = "blocks-supervised"
+"""The recipe this script runs unless ``model.name=blocks-OBJECTIVE`` picks another."""
+
+
+def main(argv: Sequence[str], extra_callbacks: Sequence = ()) -> int:
+    """Run the recipe the last ``model.name=`` override names (else the supervised one);
+    ``extra_callbacks`` observe or interrupt the fit (tests, notebooks)."""
+    named = [arg.split("=", 1)[1] for arg in argv if arg.startswith("model.name=")]
+    run(named[-1] if named else DEFAULT_RECIPE, argv, callbacks=extra_callbacks)
+    return 0
+
 
 if __name__ == "__main__":
     sys.exit(main(sys.argv[1:]))

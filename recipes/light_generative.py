@@ -7,13 +7,13 @@
     python recipes/light_generative.py trainer.devices=8 trainer.strategy=ddp
 
 The recipe's YAML ships in the package (zoo/recipes/light_generative.yaml over light_common.yaml), and
-``zoo train light-generative`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+``zoo train light-generative`` runs the same. See zoo/training/runner.py for what a run writes (checkpoints,
 results.json, pretrained/).
 """
 
 import sys
 
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 if __name__ == "__main__":
-    run(sys.argv[1:], recipe_configs(__file__))
+    run("light-generative", sys.argv[1:])

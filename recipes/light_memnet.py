@@ -7,13 +7,13 @@ memories, the latest turns as the query, candidates ranked by dot product.
     python recipes/light_memnet.py data.features=no_persona            # a Table 5 grounding ablation
 
 The recipe's YAML ships in the package (zoo/recipes/light_memnet.yaml over light_common.yaml), and
-``zoo train light-memnet`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+``zoo train light-memnet`` runs the same. See zoo/training/runner.py for what a run writes (checkpoints,
 results.json, pretrained/).
 """
 
 import sys
 
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 if __name__ == "__main__":
-    run(sys.argv[1:], recipe_configs(__file__))
+    run("light-memnet", sys.argv[1:])

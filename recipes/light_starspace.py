@@ -10,13 +10,13 @@ Then look at the learned space (the paper's Table 3):
     zoo light neighbors chicken --model runs/light/starspace-dialogue/pretrained
 
 The recipe's YAML ships in the package (zoo/recipes/light_starspace.yaml over light_common.yaml), and
-``zoo train light-starspace`` runs the same. See zoo/training/light.py for what a run writes (checkpoints,
+``zoo train light-starspace`` runs the same. See zoo/training/runner.py for what a run writes (checkpoints,
 results.json, pretrained/).
 """
 
 import sys
 
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 if __name__ == "__main__":
-    run(sys.argv[1:], recipe_configs(__file__))
+    run("light-starspace", sys.argv[1:])

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import lightning as L
 
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -48,7 +48,7 @@ def assert_no_unlabelled_duplicates(output: str, result: str) -> None:
 if __name__ == "__main__":
     kind, overrides = sys.argv[1], sys.argv[2:]
     if kind == "light":
-        run(overrides, recipe_configs(REPO / "recipes" / "light_bi.py"), extra_callbacks=[WeightsDigest()])
+        run("light-bi-ranker", overrides, callbacks=[WeightsDigest()])
     elif kind == "blocks":
         import importlib.util
 

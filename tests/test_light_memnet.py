@@ -14,9 +14,9 @@ from zoo.light.candidates import EMOTES
 from zoo.light.datamodule import LightDataModule
 from zoo.models.memnet import PAD, UNK, TransformerMemNet, build_vocab, split_context
 from zoo.factory import create_model
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
-RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_memnet.py")
+RECIPE = "light-memnet"
 SMALL_MODEL = ["model.options.dim=32", "model.options.layers=1", "model.options.heads=2", "model.options.ffn_dim=64",
                "model.options.learning_rate=3e-3", "model.options.warmup_steps=10", "model.options.vocab_min_count=1"]
 
@@ -47,9 +47,9 @@ def corpus(tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def dialogue_run(corpus, tmp_path_factory) -> tuple[dict, Path]:
     run_dir = tmp_path_factory.mktemp("memnet-run")
-    results = run([f"data.sim_dir={corpus}", f"run_dir={run_dir}", "logger.kind=none", "threads=1",
-                   "trainer.accelerator=cpu", "trainer.max_epochs=4", "data.batch_size=16",
-                   "checkpoint.every_n_train_steps=1000", *SMALL_MODEL], RECIPE)
+    results = run(RECIPE, [f"data.sim_dir={corpus}", f"run_dir={run_dir}", "logger.kind=none", "threads=1",
+                           "trainer.accelerator=cpu", "trainer.max_epochs=4", "data.batch_size=16",
+                           "checkpoint.every_n_train_steps=1000", *SMALL_MODEL]).results
     return results, run_dir
 
 

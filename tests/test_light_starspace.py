@@ -19,9 +19,9 @@ from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
 from zoo.models.starspace import UNK, StarSpaceRanker, build_vocabulary, distinct_lines
 from zoo.factory import create_model
-from zoo.training.light import recipe_configs, run
+from zoo.training.runner import run
 
-RECIPE = recipe_configs(Path(__file__).resolve().parent.parent / "recipes" / "light_starspace.py")
+RECIPE = "light-starspace"
 CHANCE_R_AT_1 = 1 / 20  # dialogue: the gold among 20 candidates
 
 
@@ -37,10 +37,9 @@ def corpus_dir(tmp_path_factory):
 def trained(corpus_dir, tmp_path_factory):
     """One short recipe run on dialogue: returns (results, run_dir)."""
     run_dir = tmp_path_factory.mktemp("runs") / "starspace-dialogue"
-    results = run([f"data.sim_dir={corpus_dir}", "data.task=dialogue", f"run_dir={run_dir}", "logger.kind=none",
-                   "threads=1", "trainer.max_epochs=4", "data.batch_size=32", "model.options.dim=64",
-                   "model.options.min_count=1", "model.options.world=authored"],
-                  RECIPE)
+    results = run(RECIPE, [f"data.sim_dir={corpus_dir}", "data.task=dialogue", f"run_dir={run_dir}",
+                           "logger.kind=none", "threads=1", "trainer.max_epochs=4", "data.batch_size=32",
+                           "model.options.dim=64", "model.options.min_count=1", "model.options.world=authored"]).results
     return results, run_dir
 
 

@@ -14,7 +14,7 @@ from zoo.recipes import recipe_files
 RECIPES = Path(__file__).resolve().parent.parent / "recipes"
 BLOCKS = recipe_files("blocks-supervised")
 BANDIT = recipe_files("blocks-bandit")
-LIGHT = recipe_files("light-bi")
+LIGHT = recipe_files("light-bi-ranker")
 
 
 @pytest.mark.parametrize("override, message", [
@@ -48,12 +48,12 @@ def test_light_model_options_are_checked_against_the_constructor():
 
 
 def test_blocks_model_options_are_checked_against_the_objective_s_constructor(tmp_path):
-    from zoo.training.blocks import main
+    from zoo.training.runner import run
 
     with pytest.raises(SystemExit, match="did you mean 'model.options.entropy_coefficient'"):
-        main(["model.name=blocks-bandit", "model.options.entropy_coeficient=1", f"run_dir={tmp_path / 'run'}"])
+        run("blocks-bandit", ["model.options.entropy_coeficient=1", f"run_dir={tmp_path / 'run'}"])
     with pytest.raises(SystemExit, match="blocks-supervised takes no such option"):  # a bandit setting
-        main(["model.options.entropy_coefficient=1", f"run_dir={tmp_path / 'run'}"])
+        run("blocks-supervised", ["model.options.entropy_coefficient=1", f"run_dir={tmp_path / 'run'}"])
     assert not (tmp_path / "run").exists()  # refused before the run directory is made
 
 
@@ -92,7 +92,7 @@ def test_resuming_with_another_model_configuration_is_one_line(tmp_path):
         recipe.main([*tiny, "model.options.hidden_dim=16", "trainer.max_epochs=2"])
 
 
-@pytest.mark.parametrize("name", ["light-bi", "light-memnet", "blocks-bandit", "blocks-spo"])
+@pytest.mark.parametrize("name", ["light-bi-ranker", "light-memnet", "blocks-bandit", "blocks-spo"])
 def test_a_runs_configuration_records_every_model_option_the_constructor_defines(name, capsys):
     from zoo.experiment import load_config, print_help
     from zoo.recipe_schema import option_defaults

@@ -20,10 +20,10 @@ BLOCKS = recipe_files("blocks-supervised")
 BANDIT = recipe_files("blocks-bandit")
 DQN = recipe_files("blocks-dqn")
 DAGGER = recipe_files("blocks-dagger")
-LIGHT_NAMES = ("light_bi", "light_cross", "light_generative", "light_memnet", "light_starspace")
+LIGHT_NAMES = ("light_bi_ranker", "light_cross_ranker", "light_generative", "light_memnet", "light_starspace")
 
 
-def light(name: str = "light_bi") -> list[Path]:
+def light(name: str = "light_bi_ranker") -> list[Path]:
     return recipe_files(name.replace("_", "-"))
 
 
@@ -83,7 +83,7 @@ def test_zero_epochs_and_automatic_devices_are_accepted(recipe):
 @pytest.mark.parametrize("recipe, override, message", [
     (light("light_memnet"), "model.options.heads=3", "config key 'model.options.heads' must divide model.options.dim (128), got 3"),
     (light("light_generative"), "model.options.d_model=102", "must divide model.options.d_model (102), got 4"),
-    (light("light_cross"), "model.options.max_candidate_tokens=256", "must be less than model.options.max_context_tokens"),
+    (light("light_cross_ranker"), "model.options.max_candidate_tokens=256", "must be less than model.options.max_context_tokens"),
     (light("light_starspace"), "model.options.dim=100000000", "'model.options.dim' must be an integer between 1 and 4096"),
     (light("light_memnet"), "model.options.vocab_size=0", "'model.options.vocab_size' must be an integer between 1 and 262144"),
     (light(), "model.options.learning_rate=-1", "'model.options.learning_rate' must be a number > 0 and <= 10, got -1"),
@@ -140,7 +140,7 @@ def test_every_light_constructor_argument_has_a_rule():
         arguments = set(inspect.signature(model_spec(name).cls.__init__).parameters) - {"self"}
         fields = {field.alias or key for key, field in options.model_fields.items()}
         assert arguments == fields, name
-        yaml = OmegaConf.load(RECIPES_DIR / f"{name.replace('-', '_').replace('_ranker', '')}.yaml")
+        yaml = OmegaConf.load(RECIPES_DIR / f"{name.replace('-', '_')}.yaml")  # the recipe is named for its model
         assert set(yaml.model.options) <= fields, name
 
 

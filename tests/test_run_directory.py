@@ -229,13 +229,13 @@ def corpus_dir(tmp_path_factory):
 
 
 def starspace(corpus_dir, run_dir, *extra):
-    from zoo.training.light import recipe_configs, run
+    from zoo.training.runner import run
 
-    return run([f"data.sim_dir={corpus_dir}", "data.task=dialogue", f"run_dir={run_dir}", "logger.kind=none",
-                "threads=1", "trainer.max_epochs=1", "data.batch_size=64", "model.options.dim=16",
-                "model.options.min_count=1", "model.options.world=authored",
-                "data.limit={train: 256, valid: 32, test: 32, test_unseen: 32}", *extra],
-               recipe_configs(REPO / "recipes" / "light_starspace.py"))
+    return run("light-starspace", [
+        f"data.sim_dir={corpus_dir}", "data.task=dialogue", f"run_dir={run_dir}", "logger.kind=none", "threads=1",
+        "trainer.max_epochs=1", "data.batch_size=64", "model.options.dim=16", "model.options.min_count=1",
+        "model.options.world=authored", "data.limit={train: 256, valid: 32, test: 32, test_unseen: 32}",
+        *extra]).results
 
 
 def snapshot(run_dir: Path) -> dict[str, bytes]:

@@ -20,7 +20,7 @@ def test_every_tiny_overlay_belongs_to_a_domain_or_a_recipe():
 def test_tiny_adds_the_domains_overlay_then_the_recipes_own():
     assert recipe_files("blocks-bandit", tiny=True)[2:] == [TINY_DIR / "blocks.yaml", TINY_DIR / "blocks_bandit.yaml"]
     assert recipe_files("blocks-supervised", tiny=True)[2:] == [TINY_DIR / "blocks.yaml"]
-    assert recipe_files("light-bi")[-1].name == "light_bi.yaml"
+    assert recipe_files("light-bi-ranker")[-1].name == "light_bi_ranker.yaml"
 
 
 @pytest.mark.slow

@@ -98,7 +98,7 @@ def with_option_defaults(defaults: DictConfig, given: DictConfig | None = None) 
 def print_help(files: Sequence[Path], command: str = "python RECIPE") -> None:
     """The recipe's configuration files, comments included, and the model's options with their
     defaults (from its constructor): every key with its default, under a usage line that starts
-    with ``command`` (``zoo train light-bi``, ``python recipes/light_bi.py``)."""
+    with ``command`` (``zoo train light-bi-ranker``, ``python recipes/light_bi.py``)."""
     print(f"usage: {command} [key.sub=value ...] [--config FILE ...] [--verbose]\n")
     print("Override any key below on the command line (dotted), e.g. trainer.max_epochs=2; trainer.* takes any")
     print("lightning.Trainer argument.\n")

@@ -143,6 +143,18 @@ class LightRecipe(Section):
     resume: Resume
 
 
+class AnyLightModel(Section):
+    name: str
+    options: Optional[dict[str, Any]] = None
+
+
+class OtherLightRecipe(LightRecipe):
+    """A LIGHT model registered beyond :data:`LIGHT_MODELS` (a model file of one's own): its
+    options are checked against its constructor (:func:`zoo.training.runner.model_options`)."""
+
+    model: AnyLightModel
+
+
 # ------------------------------------------------------------------------------------ Blocks
 FIXED_NETWORK_SETTINGS = ("vocabulary", "history", "image_size")
 """Network settings no recipe sets: the data's words, and the history and image size its stacks have."""
@@ -215,12 +227,20 @@ class OtherBlocksRecipe(BlocksRecipe):
 
 # ----------------------------------------------------------------------------------- checking
 def recipe_schema(config: dict) -> type[Section]:
-    """Both domains name their model (``model.name``); a Blocks one is ``blocks-*``."""
+    """Both domains name their model (``model.name``); a Blocks one is ``blocks-*``; a registered LIGHT
+    model the recipes do not name has its options checked by its constructor alone."""
     model = config.get("model")
     name = model.get("name") if isinstance(model, dict) else None
     if isinstance(name, str) and name.startswith("blocks-"):
         return BLOCKS_RECIPES.get(name, OtherBlocksRecipe)
-    return LightRecipe
+    return OtherLightRecipe if isinstance(name, str) and name not in LIGHT_MODELS and _registered(name) else LightRecipe
+
+
+def _registered(name: str) -> bool:
+    try:
+        return model_spec(name) is not None
+    except KeyError:
+        return False
 
 
 def check_recipe_config(config) -> None:

@@ -1,5 +1,6 @@
 """The recipes shipped in the package: ``zoo/recipes/*.yaml``, each named by its file
-(``light_bi.yaml`` is the recipe ``light-bi``) and merged over its domain's ``*_common.yaml``.
+(``light_bi_ranker.yaml`` is the recipe ``light-bi-ranker``: a recipe is named for the registered
+model it trains) and merged over its domain's ``*_common.yaml``.
 
 ``zoo train NAME`` and the thin scripts of a checkout (``python recipes/light_bi.py``) both
 read them from here, so an installed zoo trains exactly what a clone does. This module reads
@@ -8,26 +9,39 @@ text only (no YAML parser, no torch): ``zoo train --list`` and ``zoo --help`` st
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
 from pathlib import Path
 
-__all__ = ["RECIPES_DIR", "describe", "domain_of", "list_recipes", "recipe_defaults", "recipe_files"]
+__all__ = ["RECIPES_DIR", "RENAMED", "current_name", "describe", "domain_of", "list_recipes", "recipe_defaults",
+           "recipe_files"]
 
 RECIPES_DIR = Path(str(resources.files(__package__)))
 """Where the recipe YAML files are installed."""
 
 DOMAINS = ("light", "blocks")
 COMMON = "common"
+RENAMED = {"light-bi": "light-bi-ranker", "light-cross": "light-cross-ranker"}
+"""Recipe names of zoo 0.3 -> the model names the recipes now have; the old names go in the next version."""
+
+
+def current_name(name: str) -> str:
+    """``name``, or the recipe's name now if ``name`` is an old one (saying so in one line on stderr)."""
+    if name in RENAMED:
+        print(f"{name} is now {RENAMED[name]}; the old name goes in the next version", file=sys.stderr)
+        return RENAMED[name]
+    return name
 
 
 def list_recipes() -> list[str]:
-    """Every recipe name, sorted: ``blocks-bandit``, ..., ``light-bi``, ..."""
+    """Every recipe name, sorted: ``blocks-bandit``, ..., ``light-bi-ranker``, ..."""
     return sorted(path.stem.replace("_", "-") for path in RECIPES_DIR.glob("*.yaml")
                   if not path.stem.endswith("_" + COMMON) and path.stem.split("_", 1)[0] in DOMAINS)
 
 
 def domain_of(name: str) -> str:
-    """``light`` or ``blocks``: which runner trains the recipe ``name``."""
+    """``light`` or ``blocks``: the domain of the recipe ``name`` (an old name too)."""
+    name = RENAMED.get(name, name)
     _check(name)
     return name.split("-", 1)[0]
 
@@ -39,7 +53,9 @@ one per recipe where it needs more (a warm-up of one epoch, shorter contexts).""
 
 def recipe_files(name: str, tiny: bool = False) -> list[Path]:
     """The YAML files of recipe ``name``, in merge order: its domain's common file, then its own;
-    with ``tiny``, then the domain's tiny overlay and the recipe's own, if it has one."""
+    with ``tiny``, then the domain's tiny overlay and the recipe's own, if it has one. An old
+    name (:data:`RENAMED`) reads the recipe it became, with a notice."""
+    name = current_name(name)
     domain, own = domain_of(name), name.replace("-", "_")
     files = [RECIPES_DIR / f"{domain}_{COMMON}.yaml", RECIPES_DIR / f"{own}.yaml"]
     if tiny:

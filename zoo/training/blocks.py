@@ -1,29 +1,24 @@
-"""The training script behind ``zoo train blocks-*`` and ``recipes/blocks_policy.py``: the block
-policy of Misra, Langford & Artzi (2017), trained by any registered objective (supervised, the
-contextual bandit, REINFORCE, DQN, DAgger, an oracle planner).
+"""What a run of a Blocks objective builds (:func:`build`) and reports (:func:`report`) for the
+runner, :mod:`zoo.training.runner` (``zoo train blocks-bandit``, ``recipes/blocks_policy.py``): the
+block policy of Misra, Langford & Artzi (2017) trained by any registered objective (supervised,
+the contextual bandit, REINFORCE, DQN, DAgger, SPO, an oracle planner) or a goal reader.
 
-``main`` reads the recipe (``zoo/recipes/blocks_common.yaml`` and the objective's
-``blocks_<objective>.yaml``, with ``--config`` files and dotted overrides), builds the
-policy named by ``model.name`` from ``model.options`` (options checked against its
-constructor), the :class:`BlocksDataModule` in the data mode the objective declares
-(``BlocksPolicy.data_mode``), the loop that collects its experience
-(``BlocksPolicy.training_loop``, :mod:`zoo.callbacks.objective_loops`), rollout evaluation
-on tuning and dev, checkpoints and the Trainer, and fits. A recipe with a ``start`` section
-starts the objective from a policy (``start.init_from``) or a supervised warm-up trained here
-(``start.warmup_epochs``: the warm-up's length, whatever ``trainer.max_epochs``, ``max_steps`` or
-``max_time`` say, which bound the objective's own training). Nothing here names an objective: a new
-one trains with no line added. A stage that resumes from its checkpoint says where it stopped; a
-loss or weight gone inf or nan stops the run in one line and nothing is exported.
-Runs resume from ``<run_dir>/checkpoints/last.ckpt`` when it exists; the best policy by
-tuning-set error is exported with ``save_pretrained`` to ``<run_dir>/pretrained`` (load it
-with ``zoo eval blocks --model <run_dir>/pretrained``).
+:func:`build` makes the :class:`BlocksDataModule` in the data mode the objective declares
+(``data_mode``), the policy ``model.name`` names from ``model.options``, the loop that collects its
+experience (``training_loop``, :mod:`zoo.callbacks.objective_loops`) and the evaluation on tuning
+and dev (rollouts; a goal reader's goal error); the exported epoch is the best by the model's
+``selection_metric``. A recipe with a ``start`` section starts the objective from a policy
+(``start.init_from``) or a supervised warm-up trained here (``start.warmup_epochs``: the warm-up's
+length, whatever ``trainer.max_epochs``, ``max_steps`` or ``max_time`` say, which bound the
+objective's own training). Nothing here names an objective: a new one trains with no line added.
+Load an export with ``zoo eval blocks --model <run_dir>/pretrained``.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 from lightning.pytorch.utilities import rank_zero_only
@@ -31,47 +26,31 @@ from omegaconf import DictConfig, OmegaConf
 
 from zoo.blocks.datamodule import BlocksDataModule
 from zoo.blocks.goals import goal_targets
+from zoo.callbacks.epoch_metrics import read_epoch_metrics
 from zoo.callbacks.goal_evaluation import GoalEvaluation
-from zoo.callbacks.finite_training import exit_unless_finite
 from zoo.callbacks.objective_loops import loop_callbacks
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
-from zoo.callbacks.run_legs import RunLegs
-from zoo.callbacks.train_clock import TrainClock
-from zoo.experiment import (
-    checkpointing,
-    end_logging,
-    fit_resuming,
-    load_config,
-    load_run_checkpoint,
-    make_logger,
-    make_trainer,
-    resume_path,
-    start_run,
-)
+from zoo.experiment import resume_path
 from zoo.files import marker_record
 from zoo.models.blocks import BlocksPolicy, BlocksSupervised
 from zoo.models.blocks.network import NETWORK_OPTIONS
 from zoo.models.blocks.policy import load_training_checkpoint
-from zoo.recipes import recipe_files
-from zoo.run_directory import RunDirectory, config_sha256, identity, one_line_write_errors, stage_sha256, take_stage
-from zoo.training.model_options import model_options
+from zoo.registry import ModelSpec
+from zoo.run_directory import RunDirectory, config_sha256, identity, stage_sha256, take_stage
+from zoo.training.runner import Build, model_options
+from zoo.training.stage import export, fit_stage
 
-DEFAULT_RECIPE = "blocks-supervised"
-"""The recipe ``recipes/blocks_policy.py`` runs unless ``model.name=blocks-OBJECTIVE`` picks another."""
-log = logging.getLogger("blocks_policy")
+log = logging.getLogger("zoo.training")
+NEEDED = ("data_mode", "selection_metric")
+"""What the runner reads of a Blocks model: which examples it learns from and which metric picks its export."""
 
 
-def blocks_recipe_files(argv: Sequence[str], recipe: str | None = None) -> list[Path]:
-    """The packaged YAML of the recipe: ``recipe`` (``zoo train blocks-bandit``), else the one a
-    ``model.name=blocks-X`` override names (``python recipes/blocks_policy.py model.name=blocks-bandit``),
-    else the supervised one."""
-    if recipe is None:
-        named = [arg.split("=", 1)[1] for arg in argv if arg.startswith("model.name=")]
-        recipe = named[-1] if named else DEFAULT_RECIPE
-    try:
-        return recipe_files(recipe)
-    except KeyError as error:
-        raise SystemExit(f"model.name: {error.args[0]}") from None
+def check_trainable(spec: ModelSpec) -> None:
+    """One line naming what ``spec``'s class lacks, if the runner cannot train it."""
+    lacking = [name for name in NEEDED if not getattr(spec.cls, name, None)]
+    if lacking:
+        raise SystemExit(f"zoo train cannot train {spec.name}: {spec.cls.__name__} has no {', '.join(lacking)}; "
+                         "subclass zoo.models.blocks.BlocksPolicy, which has them")
 
 
 def make_datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
@@ -85,7 +64,7 @@ def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
     data = config.data
     datamodule = BlocksDataModule(
         data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
-        num_workers=data.num_workers, seed=config.seed, mode=mode,
+        num_workers=data.num_workers, seed=config.seed, mode=mode, history=config.model.options.history,
         procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
         episodes_per_batch=data.episodes_per_batch, supervised_schedule=data.supervised_schedule,
         replay_capacity=data.replay_capacity,
@@ -114,71 +93,50 @@ def evaluation_callbacks(config: DictConfig, datamodule: BlocksDataModule, run_d
     ]
 
 
-def fit(config: DictConfig, policy: BlocksPolicy, datamodule: BlocksDataModule, run_dir: Path,
-        extra_callbacks: list = (), max_epochs: int | None = None, record: dict | None = None,
-        changes: Sequence[dict] = (), results: dict | None = None, stage: str | None = None) -> BlocksPolicy:
-    """Train with resumption and export the best policy (by tuning-set error) to run_dir/pretrained,
-    its marker keeping ``record`` (the configuration hash it came from). A rerun that trains
-    nothing leaves an export of the same configuration as it is. ``changes``: the allowed
-    configuration changes this process made, recorded in its leg; ``results``: write
-    ``run_dir/results.json`` (the run's legs and its best epoch's figures) with this record of
-    the run (:meth:`RunDirectory.results_record`). ``max_epochs``: the
-    length of a stage of its own (the warm-up), which then ignores the trainer section's
-    ``max_steps`` and ``max_time`` too: they bound the objective's stage, the one a resumed run
-    may lengthen. ``stage``: what a resumed fit calls itself ("the supervised warm-up stopped at
-    step 3 of 12; continuing it"). Weights that are not finite are never exported."""
-    legs = RunLegs(config.data.batch_size, changes)
-    callbacks = [*extra_callbacks, TrainClock(), legs, *evaluation_callbacks(config, datamodule, run_dir),
-                 *checkpointing(run_dir, config.checkpoint.every_n_train_steps, monitor=policy.selection_metric)]
+def warm_up(config: DictConfig, datamodule: BlocksDataModule, warmup_dir: Path, stage: str) -> None:
+    """The supervised warm-up, a stage of its own in ``warmup_dir``: ``start.warmup_epochs`` whole
+    epochs (the trainer section's ``max_steps`` and ``max_time`` bound the objective), its best
+    epoch by tuning error exported with ``stage`` (its identity) in the export's marker."""
+    policy = warmup_policy(config, datamodule)
     trainer_config = config.trainer.copy()
-    if max_epochs is not None:  # a stage of its own length: the trainer's limits are the objective's
-        trainer_config.max_epochs, trainer_config.max_steps = max_epochs, -1
-        trainer_config.pop("max_time", None)
+    trainer_config.max_epochs, trainer_config.max_steps = config.start.warmup_epochs, -1
+    trainer_config.pop("max_time", None)
+    fitted = fit_stage(config, policy, datamodule, warmup_dir, monitor=policy.selection_metric, mode="min",
+                       evaluation=evaluation_callbacks(config, datamodule, warmup_dir),
+                       trainer_config=trainer_config, stage="the supervised warm-up")
+    fitted.load_best(policy)
+    export(policy, fitted, {"config_sha256": stage}, "policy")
+    fitted.trainer.strategy.barrier()  # every rank reads the export next
+
+
+def build(config: DictConfig, run_directory: RunDirectory) -> Build:
+    """The data in the objective's mode, the policy (from its start), the loop collecting its
+    experience and the evaluation on tuning and dev; the export is the best by the model's
+    ``selection_metric``."""
+    spec, _ = model_options(config)
+    mode = spec.cls.data_mode
+    datamodule = make_datamodule(config, mode=mode)
+    policy = initial_policy(config, run_directory.path, datamodule.vocabulary.words)
+    if mode == "episodes":  # rollouts encode instructions with the policy's own words (a start may bring them)
+        datamodule.vocabulary = policy.vocabulary
+    loop = config.get("loop")
+    loops = loop_callbacks(policy, datamodule, OmegaConf.to_container(loop) if loop is not None else {}, config.seed)
+    trainer_config = config.trainer.copy()
     if not policy.automatic_optimization:  # the policy clips each of its own steps
         trainer_config.gradient_clip_val = None
-    trainer = make_trainer(trainer_config, run_dir, callbacks, make_logger(config, run_dir, run_dir.name),
-                           stage=stage or f"the {config.model.name} run")
-    fit_resuming(trainer, policy, datamodule, run_dir)
-    best = next((c.best_model_path for c in callbacks if getattr(c, "monitor", None) and c.best_model_path), None)
-    best_epoch = None
-    if best:
-        saved = load_run_checkpoint(best, run_dir)
-        policy.load_state_dict(saved["state_dict"])
-        best_epoch = saved.get("epoch")
-    exit_unless_finite(policy, run_dir / "pretrained")  # on every rank: each holds the same weights
-    exported = record is not None and marker_record(run_dir / "pretrained").get("config_sha256") == record["config_sha256"]
-    if trainer.is_global_zero and (legs.trained_here or not exported):
-        policy.save_pretrained(run_dir / "pretrained", record=record)
-        log.info("exported %s policy to %s", "best" if best else "last", run_dir / "pretrained")
-    elif trainer.is_global_zero:
-        log.info("the run in %s had finished with this configuration; its export is unchanged", run_dir)
-    if results is not None and trainer.is_global_zero and (legs.trained_here or changes
-                                                           or not (run_dir / "results.json").is_file()):
-        write_results(config, run_dir, results, best, best_epoch, trainer, legs.legs)
-    trainer.strategy.barrier()  # other ranks may read the export next (the bandit's warm start)
-    return policy
+    return Build(policy, datamodule, monitor=policy.selection_metric, mode="min", callbacks=list(loops),
+                 evaluation=evaluation_callbacks(config, datamodule, run_directory.path),
+                 trainer_config=trainer_config, what="policy")
 
 
-def write_results(config: DictConfig, run_dir: Path, record: dict, best: str | None, epoch: int | None, trainer,
-                  legs: list[dict]) -> None:
-    """``run_dir/results.json``: what the run is (model, configuration hash), what trained it (every
-    leg, their totals) and the figures of the epoch it exported (its metrics.jsonl row)."""
-    import json
-
-    from zoo.callbacks.epoch_metrics import read_epoch_metrics
-    from zoo.callbacks.run_legs import totals
-    from zoo.files import atomic_write_text
-
+def report(config: DictConfig, build: Build, trainer, best_epoch: int | None) -> dict[str, Any]:
+    """What a Blocks run's results.json adds: the exported epoch and its figures (its
+    metrics.jsonl row)."""
+    run_dir = Path(trainer.default_root_dir)
     rows = read_epoch_metrics(run_dir) if (run_dir / "metrics.jsonl").is_file() else []
-    chosen = next((row for row in rows if row["epoch"] == epoch), rows[-1] if rows else {})
-    results = {"model": config.model.name, **record, "best_checkpoint": best, "epochs": trainer.current_epoch,
-               "global_step": trainer.global_step, "batch_size": config.data.batch_size,
-               "world_size": trainer.world_size, **totals(legs), "legs": legs,
-               "exported_epoch": chosen.get("epoch"), "metrics": {key: value for key, value in chosen.items()
-                                                                  if "/" in key},
-               "pretrained": str(run_dir / "pretrained")}
-    atomic_write_text(run_dir / "results.json", json.dumps(results, indent=2) + "\n")
-    log.info("results: %s", run_dir / "results.json")
+    chosen = next((row for row in rows if row["epoch"] == best_epoch), rows[-1] if rows else {})
+    return {"exported_epoch": chosen.get("epoch"),
+            "metrics": {key: value for key, value in chosen.items() if "/" in key}}
 
 
 def split_options(options: dict) -> tuple[dict, dict]:
@@ -255,9 +213,7 @@ def initial_policy(config: DictConfig, run_dir: Path, vocabulary: list[str]) -> 
         if rank_zero_only.rank == 0:
             take_stage(warmup_dir, stage, "the supervised warm-up")
         if marker_record(warmup_dir / "pretrained").get("config_sha256") != stage:  # reused only when it is this one
-            steps = make_datamodule(config, mode="steps")
-            fit(config, warmup_policy(config, steps), steps, warmup_dir, max_epochs=warmup_epochs,
-                record={"config_sha256": stage}, stage="the supervised warm-up")
+            warm_up(config, make_datamodule(config, mode="steps"), warmup_dir, stage)
         policy = BlocksPolicy.from_pretrained(warmup_dir / "pretrained").to_objective(objective, **settings)
     else:
         return objective(vocabulary, **options)
@@ -279,38 +235,3 @@ def match_previous_action_input(policy: BlocksPolicy, wanted: bool, seed: int) -
     torch.manual_seed(seed)
     log.info("adding the previous-action input to the start (new embeddings, the rest kept)")
     return policy.with_previous_action_input()
-
-
-def main(argv: list[str], extra_callbacks: list = (), default_config: str | Path | Sequence[str | Path] | None = None,
-         recipe: str | None = None) -> int:
-    """Run the recipe (``recipe``, a ``model.name=`` override's, or the supervised one; or the
-    YAML files ``default_config``); ``extra_callbacks`` lets tests and notebooks observe or interrupt it."""
-    logging.basicConfig(level=logging.INFO, format="%(message)s")
-    config = load_config(default_config or blocks_recipe_files(argv, recipe), argv)
-    model_options(config)  # a bad model.name or option stops here, before the run directory is touched
-    run_directory = start_run(config)  # batched: the idle cores (zoo.threads)
-    try:
-        with one_line_write_errors(run_directory.path):
-            return _main(config, run_directory, list(extra_callbacks))
-    finally:
-        end_logging()
-        run_directory.close()
-
-
-def _main(config: DictConfig, run_directory: RunDirectory, extra_callbacks: list) -> int:
-    run_dir, record = run_directory.path, run_directory.record()
-    if run_directory.finished_results() is not None:  # before the data load: a no-op rerun takes seconds
-        log.info("the run in %s had finished with this configuration; its export and results.json are unchanged",
-                 run_dir)
-        return 0
-    spec, _ = model_options(config)
-    mode = spec.cls.data_mode
-    datamodule = make_datamodule(config, mode=mode)
-    policy = initial_policy(config, run_dir, datamodule.vocabulary.words)
-    if mode == "episodes":  # rollouts encode instructions with the policy's own words (a start may bring them)
-        datamodule.vocabulary = policy.vocabulary
-    loop = config.get("loop")
-    loops = loop_callbacks(policy, datamodule, OmegaConf.to_container(loop) if loop is not None else {}, config.seed)
-    fit(config, policy, datamodule, run_dir, extra_callbacks=[*loops, *extra_callbacks], record=record,
-        changes=[vars(change) for change in run_directory.changes], results=run_directory.results_record())
-    return 0
