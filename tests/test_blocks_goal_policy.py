@@ -32,7 +32,7 @@ def words(episodes):
 
 def small_policy(words, **options) -> BlocksGoal:
     torch.manual_seed(0)
-    return BlocksGoal(words, reader={"channels": 4, "levels": 2}, actor_channels=4, **SMALL, **options).eval()
+    return BlocksGoal(words, reader={"channels": 4, "levels": 2}, actor_channels=4, history=0, **SMALL, **options).eval()
 
 
 def test_a_goal_mark_peaks_at_its_cells_centre():
@@ -89,7 +89,7 @@ def test_without_a_kept_reading_only_a_first_step_can_be_read(episodes, words):
 def test_a_policy_from_a_trained_reader_keeps_it_frozen_and_saves_its_settings(tmp_path, episodes, words):
     torch.manual_seed(1)
     BlocksGoalPredictor(words, channels=4, levels=3, **SMALL).save_pretrained(tmp_path / "reader")
-    policy = BlocksGoal(words, reader_from=str(tmp_path / "reader"), actor_channels=4, **SMALL).train()
+    policy = BlocksGoal(words, reader_from=str(tmp_path / "reader"), actor_channels=4, history=0, **SMALL).train()
     assert not policy.reader.training and not any(p.requires_grad for p in policy.reader.parameters())
     assert policy.hparams.reader["levels"] == 3 and policy.hparams.reader_from is None
     assert {id(p) for group in policy.configure_optimizers().param_groups for p in group["params"]} == \
@@ -103,4 +103,37 @@ def test_a_policy_from_a_trained_reader_keeps_it_frozen_and_saves_its_settings(t
 def test_a_reader_of_another_vocabulary_is_refused_in_one_line(tmp_path, words):
     BlocksGoalPredictor(words + ["extra"], channels=4, levels=2, **SMALL).save_pretrained(tmp_path / "reader")
     with pytest.raises(ValueError, match="another vocabulary"):
-        BlocksGoal(words, reader_from=str(tmp_path / "reader"), **SMALL)
+        BlocksGoal(words, reader_from=str(tmp_path / "reader"), history=0, **SMALL)
+
+
+@pytest.mark.slow
+def test_zoo_eval_blocks_reports_what_a_reader_reads_and_what_a_goal_policy_adds_by_acting(tmp_path, capsys, words):
+    import json
+
+    from zoo.blocks.procedural import procedural_split
+    from zoo.cli import main
+
+    dev_words = Vocabulary(build_vocabulary(e.instruction for e in procedural_split("dev").examples)).words
+    torch.manual_seed(2)
+    BlocksGoalPredictor(dev_words, channels=4, levels=2, **SMALL).save_pretrained(tmp_path / "reader")
+    BlocksGoalPredictor(dev_words, channels=4, levels=2, **SMALL).save_pretrained(tmp_path / "reader2")
+    BlocksGoal(dev_words, reader_from=str(tmp_path / "reader"), actor_channels=4, history=0,
+               **SMALL).save_pretrained(tmp_path / "policy")
+    common = ["eval", "blocks", "--procedural", "--limit", "3", "--threads", "1", "--json"]
+
+    assert main([*common, "--model", str(tmp_path / "reader")]) == 0
+    read = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert set(read["reading"]) == {"goal_error", "goal_error_median", "within_one_block", "block_accuracy",
+                                    "carried_out_error"} and "mean" not in read  # a reader does not act
+
+    assert main([*common, "--model", str(tmp_path / "reader"), str(tmp_path / "reader2")]) == 0  # one averaged reader
+    assert json.loads(capsys.readouterr().out.strip().splitlines()[-1])["reading"]["goal_error"] >= 0
+
+    assert main([*common, "--model", str(tmp_path / "policy")]) == 0
+    acted = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert acted["reading"] == read["reading"]  # the policy's reader is that reader
+    assert acted["acting_cost"] == pytest.approx(acted["mean"] - read["reading"]["carried_out_error"])
+
+    with pytest.raises(SystemExit) as refused:
+        main([*common, "--model", str(tmp_path / "reader"), "--versus", "stop"])
+    assert refused.value.code == 2 and "a goal reader does not act" in capsys.readouterr().err

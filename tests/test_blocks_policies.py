@@ -145,13 +145,14 @@ def test_every_objective_builds_its_network_from_the_config_and_saves_every_sett
         objective(["<pad>", "<unk>"], embeding_dim=8)
 
 
-def test_the_goal_predictor_takes_the_network_s_instruction_settings():
-    predictor = BlocksGoalPredictor(["<pad>", "<unk>", "left"], embedding_dim=8, lstm_dim=6, channels=4)
+def test_the_goal_predictor_reads_with_the_network_s_instruction_settings_and_keeps_the_rest():
+    predictor = BlocksGoalPredictor(["<pad>", "<unk>", "left"], embedding_dim=8, lstm_dim=6, channels=4, hidden_dim=9)
     assert (predictor.instruction.embed.embedding_dim, predictor.instruction.lstm.hidden_size) == (8, 6)
     assert predictor.hparams.embedding_dim == 8 and predictor.hparams.lstm_dim == 6
+    assert predictor.hparams.hidden_dim == 9  # taken and saved as every Blocks model takes it, though unread
     assert BlocksGoalPredictor(["<pad>"]).hparams.lstm_dim == BlocksNetworkConfig.lstm_dim
-    with pytest.raises(TypeError, match="BlocksGoalPredictor takes no argument\\(s\\) 'hidden_dim'"):
-        BlocksGoalPredictor(["<pad>"], hidden_dim=8)
+    with pytest.raises(TypeError, match="BlocksGoalPredictor takes no argument\\(s\\) 'hiden_dim'"):
+        BlocksGoalPredictor(["<pad>"], hiden_dim=8)
 
 
 def test_reinforce_is_the_bandit_weighted_by_the_return_instead_of_the_reward():

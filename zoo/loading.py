@@ -47,11 +47,16 @@ def load_policy(name: str, seed: int = 0):
 
 
 def load_policies(names: Sequence[str], seed: int = 0):
-    """One policy, or the ensemble of several (their mean action probabilities, the paper's Table 3)."""
+    """One policy, or the ensemble of several (their mean action probabilities, the paper's Table 3);
+    several goal readers are one reader (their mean log-probabilities: ``GoalPredictorEnsemble``)."""
     policies = [load_policy(name, seed) for name in names]
     if len(policies) == 1:
         return policies[0]
     from zoo.models.blocks.ensemble import BlocksEnsemble
+    from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble
+
+    if all(isinstance(policy, BlocksGoalPredictor) for policy in policies):  # readers: their mean map and block
+        return GoalPredictorEnsemble(policies)
 
     return BlocksEnsemble(policies)
 

@@ -124,7 +124,7 @@ OPTION_RULES: dict[str, Any] = {
     "weight_decay": Annotated[float, Field(ge=0, le=WEIGHT_DECAY_MAX)],
     "dropout": Annotated[float, Field(ge=0, lt=1)],
     "length_penalty": Annotated[float, Field(ge=-LENGTH_PENALTY_MAX, le=LENGTH_PENALTY_MAX)],
-    **dict.fromkeys(("margin", "entropy_coefficient", "block_weight"), Weight),
+    **dict.fromkeys(("margin", "entropy_coefficient", "block_weight", "location_weight"), Weight),
     **dict.fromkeys(("score_scale", "stop_weight"), PositiveWeight),
     "failure_penalty": Penalty,
     "gradient_clip_val": Optional[NonNegative],

@@ -80,7 +80,7 @@ class StepCollator:
         frames = self.history + 1
         positions = np.zeros((len(items), frames, MAX_BLOCKS, 2))
         exists = np.zeros((len(items), frames), dtype=bool)
-        n_blocks, logo, previous, gold, moved, goal = [], [], [], [], [], []
+        n_blocks, logo, previous, gold, moved, goal, now = [], [], [], [], [], [], []
         for row, (index, step) in enumerate(items):
             example = self.examples[index]
             transition, demo = example.transition, self.demos(example.transition)
@@ -94,6 +94,7 @@ class StepCollator:
             gold.append(demo.actions[step])
             moved.append(transition.moved_block)
             goal.append(transition.goal[transition.moved_block])
+            now.append(positions[row, -1, transition.moved_block])
         # Render only the frames that exist (not the zero padding before an episode starts),
         # straight into one preallocated float buffer: fresh 27 MB tensors cost more than drawing.
         present = torch.from_numpy(exists.reshape(-1))
@@ -114,6 +115,7 @@ class StepCollator:
             "action": torch.tensor(gold, dtype=torch.long),
             "block": torch.tensor(moved, dtype=torch.long),  # the block the instruction moves, and its goal centre
             "goal": torch.tensor(np.stack(goal), dtype=torch.float32),
+            "block_position": torch.tensor(np.stack(now), dtype=torch.float32),  # where that block stands now
         }
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+import time
 from pathlib import Path
 
 from zoo.cli.arguments import add_threads_argument, positive_int
@@ -76,6 +77,7 @@ def run_eval(args) -> int:
     from zoo.blocks.evaluate import evaluate_policy
     from zoo.bootstrap import Bootstrap
     from zoo.metrics import DistanceError
+    from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble, goal_reader, reading_report
     from zoo.subset import describe_subset, subset_indices, subset_words
     from zoo.threads import current_choice
 
@@ -90,6 +92,8 @@ def run_eval(args) -> int:
     other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
     chosen = subset_indices(len(split.examples), args.limit, args.seed, args.first)
     examples = [split.examples[i] for i in chosen]
+    if isinstance(policy, (BlocksGoalPredictor, GoalPredictorEnsemble)):
+        return _report_reading(args, policy, examples, len(split.examples), source)
     bootstrap, errors = Bootstrap(), DistanceError()
     result = evaluate_policy(policy, examples, batch_size=args.batch_size, progress=True, metric=errors)
     # the mean's interval over episodes: is a gap to another figure more than the split's noise?
@@ -108,6 +112,12 @@ def run_eval(args) -> int:
                              "bootstrap": bootstrap.describe()}
         versus = (f"; minus {summary['versus']['model']} ({other_result['mean']:.3f}): {difference:+.3f} "
                   f"[{low:+.3f}, {high:+.3f}] paired")
+    reader = goal_reader(policy)
+    if reader is not None:  # a goal policy: how well it reads, and what acting costs over the expert carrying it out
+        summary["reading"] = reading_report(reader, examples)
+        summary["acting_cost"] = summary["mean"] - summary["reading"]["carried_out_error"]
+        print(_reading_words(summary["reading"]) + f"; acting costs {summary['acting_cost']:+.3f} over it",
+              file=sys.stderr if args.json else sys.stdout)
     # With --json, stdout holds the JSON object alone; the human line goes to stderr.
     print(f"Blocks {args.split} ({source} data), {summary['model']}: distance error mean {result['mean']:.3f} "
           f"[95% {result['mean_low']:.3f}, {result['mean_high']:.3f}] / "
@@ -118,6 +128,39 @@ def run_eval(args) -> int:
           f"{result['seconds']:.1f}s on {current_choice()}{versus}", file=sys.stderr if args.json else sys.stdout)
     if args.save is not None:
         policy.save_pretrained(args.save)
+        print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
+    if args.json:
+        print(json.dumps(summary))
+    return 0
+
+
+def _reading_words(reading: dict) -> str:
+    return (f"goal error mean {reading['goal_error']:.3f} / median {reading['goal_error_median']:.3f}, "
+            f"{reading['within_one_block']:.1%} within one block, block accuracy {reading['block_accuracy']:.1%}; "
+            f"carried out by the expert: distance error {reading['carried_out_error']:.3f}")
+
+
+def _report_reading(args, reader, examples, total: int, source: str) -> int:
+    """``zoo eval blocks --model READER``: a goal reader reads; it does not act, so what it is worth
+    is its readings carried out by the shortest-path expert."""
+    from zoo.models.blocks.goal import reading_report
+    from zoo.subset import describe_subset, subset_words
+    from zoo.threads import current_choice
+
+    if args.versus:
+        raise ValueError("--versus compares two policies' rollouts; a goal reader does not act (use a goal policy)")
+    if args.save is not None and not hasattr(reader, "save_pretrained"):
+        raise ValueError("--save writes one model; an ensemble of goal readers is read from its members")
+    started = time.perf_counter()
+    reading = reading_report(reader, examples)
+    summary = {"model": " + ".join(args.model), "split": args.split, "data": source, "reading": reading,
+               "n": len(examples), "episodes": describe_subset(len(examples), total, args.seed, args.first),
+               "threads": current_choice().threads, "seconds": round(time.perf_counter() - started, 1)}
+    print(f"Blocks {args.split} ({source} data), {summary['model']} reads: {_reading_words(reading)}; "
+          f"{subset_words(summary['episodes'], 'episodes')} in {summary['seconds']:.1f}s on {current_choice()}",
+          file=sys.stderr if args.json else sys.stdout)
+    if args.save is not None:
+        reader.save_pretrained(args.save)
         print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))

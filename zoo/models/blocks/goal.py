@@ -87,8 +87,8 @@ class BlocksGoalPredictor(Grounded):
             **network: The Blocks network's settings
                 (:class:`~zoo.models.blocks.network_config.BlocksNetworkConfig`, the paper's unless
                 given): the reader's instruction encoder is built from ``embedding_dim`` and
-                ``lstm_dim``; the rest are kept as the sizes of the action network a goal policy
-                puts beside the reader, so one recipe sizes both.
+                ``lstm_dim``; the others are taken and saved as every Blocks model takes them
+                (one recipe section, one ``--tiny`` overlay, sizes them all), and not read.
         """
         super().__init__()
         config = BlocksNetworkConfig.from_options(type(self).__name__, vocabulary, network)
@@ -183,11 +183,18 @@ class GoalPredictorEnsemble(nn.Module):
         super().__init__()
         if not predictors:
             raise ValueError("an ensemble needs at least one goal predictor")
+        if any(list(p.vocabulary) != list(predictors[0].vocabulary) for p in predictors):
+            raise ValueError("the goal readers of an ensemble must read one vocabulary (trained on the same data)")
         self.predictors = nn.ModuleList(predictors)
 
     @property
     def device(self) -> torch.device:
         return next(self.parameters()).device
+
+    @property
+    def vocabulary(self) -> list[str]:
+        """The members' instruction words (one vocabulary: they read the same tokens)."""
+        return self.predictors[0].vocabulary
 
     def forward(self, frames: torch.Tensor, tokens: torch.Tensor, lengths: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
@@ -221,3 +228,25 @@ def predicted_goals(reader: BlocksGoalPredictor | GoalPredictorEnsemble, targets
     finally:
         reader.train(training)
     return torch.cat(goals), torch.cat(blocks)
+
+
+def goal_reader(model) -> BlocksGoalPredictor | GoalPredictorEnsemble | None:
+    """What reads the goal in ``model``: a goal reader or an ensemble of them is its own reader,
+    a goal policy has one (its ``reader``); anything else reads none."""
+    if isinstance(model, (BlocksGoalPredictor, GoalPredictorEnsemble)):
+        return model
+    reader = getattr(model, "reader", None)
+    return reader if isinstance(reader, (BlocksGoalPredictor, GoalPredictorEnsemble)) else None
+
+
+def reading_report(reader: BlocksGoalPredictor | GoalPredictorEnsemble, examples, renderer=None) -> dict[str, float]:
+    """How well ``reader`` reads the goals of ``examples``
+    (:func:`~zoo.blocks.goals.goal_report`: goal error mean and median, within one block, block
+    accuracy, and the task error of its readings carried out by the shortest-path expert)."""
+    from zoo.blocks.goals import goal_report, goal_targets
+    from zoo.blocks.render import BoardRenderer
+    from zoo.blocks.vocab import Vocabulary
+
+    targets = goal_targets(examples, renderer or BoardRenderer(), Vocabulary(reader.vocabulary))
+    goal, block = predicted_goals(reader, targets)
+    return goal_report(goal, block, targets, [example.transition for example in examples])

@@ -3,12 +3,16 @@ ends where a marked goal is.
 
 Reading the instruction and acting on it are separate skills (Misra et al., EMNLP 2018): once a
 reader has said which block moves and where to (:mod:`zoo.models.blocks.goal`), what is left
-is a controller that sees the board and a mark on it. The actor's input is the current frame
-(its three colour channels as the policy's stack standardises them), a goal channel holding a
-small Gaussian bump around the goal's cell, and two coordinate channels; the block to move
-enters as feature-wise scales and shifts of every convolution (FiLM), so the same filters find
-whichever block is named. It never reads the words, so it can be trained on any goal (the
-demonstrations' true goals) and then follow the goals a reader predicts.
+is a controller that sees the board and a mark on it. The actor reads the current frame (with
+coordinate channels and a channel holding a small Gaussian bump around the goal's cell) with
+the reader's LingUNet layout, its 1x1 kernels computed from the named block's embedding instead
+of the words, and decodes a map of where that block stands now. That map is supervised (the
+block's cell in every training frame), which teaches the filters to find a block by its face
+far sooner than the direction labels alone would; the direction comes from where the map puts
+the block, where the goal is, and the deepest features (what stands in the way).
+
+It never reads the words, so it can be trained on any goal (the demonstrations' true goals) and
+then follow the goals a reader predicts.
 """
 
 from __future__ import annotations
@@ -39,33 +43,54 @@ def goal_marks(cells: torch.Tensor, size: int = IMAGE_SIZE, cells_per_side: int 
     return torch.exp(-(rows[:, :, None] + columns[:, None, :]) / (2 * sigma**2)).unsqueeze(1)
 
 
-class GoalActor(nn.Module):
-    """Current frame, goal mark and block -> log-probabilities of the 4 directions and STOP [B, 5]."""
+def cell_coordinates(cells: torch.Tensor, cells_per_side: int = MAP_CELLS) -> torch.Tensor:
+    """Each cell's centre as (column, row) scaled to [-1, 1], [N, 2]."""
+    row, column = cells // cells_per_side, cells % cells_per_side
+    return (torch.stack([column, row], dim=-1).float() + 0.5) * (2.0 / cells_per_side) - 1.0
 
-    def __init__(self, channels: int = 32, hidden: int = 256):
+
+class GoalActor(nn.Module):
+    """Current frame, goal cell and block -> (log-probabilities of the 4 directions and STOP [B, 5],
+    the block's location logits over the map's cells [B, MAP_CELLS²])."""
+
+    def __init__(self, channels: int = 32, levels: int = 4, block_dim: int = 32, hidden: int = 128):
         super().__init__()
-        from zoo.models.blocks.goal import coordinate_channels
+        from zoo.models.blocks.goal import TextKernels, coordinate_channels
 
         self.register_buffer("coordinates", coordinate_channels(IMAGE_SIZE), persistent=False)
-        # 120 -> 60 -> 30 -> 15 -> 8
-        self.convolutions = nn.ModuleList([nn.Conv2d(3 + 1 + 2, channels, 5, stride=2, padding=2)]
-                                          + [nn.Conv2d(channels, channels, 3, stride=2, padding=1) for _ in range(3)])
-        self.block_film = nn.ModuleList(nn.Embedding(MAX_BLOCKS, 2 * channels) for _ in self.convolutions)
-        for film in self.block_film:  # start as the identity: scale 1, shift 0
-            nn.init.zeros_(film.weight)
-        side = IMAGE_SIZE
-        for _ in self.convolutions:
-            side = (side + 1) // 2
-        self.head = nn.Sequential(nn.Linear(channels * side * side, hidden), nn.ReLU(), nn.Linear(hidden, NUM_DIRECTIONS + 1))
+        self.register_buffer("cell_grid", cell_coordinates(torch.arange(MAP_CELLS**2)), persistent=False)
+        self.block = nn.Embedding(MAX_BLOCKS, block_dim)
+        self.encoder = nn.ModuleList(
+            [nn.Conv2d(3 + 1 + 2, channels, 5, stride=2, padding=2)]
+            + [nn.Conv2d(channels, channels, 3, stride=2, padding=1) for _ in range(levels - 1)])
+        self.norms = nn.ModuleList(nn.InstanceNorm2d(channels, affine=True) for _ in range(levels))
+        self.block_kernels = nn.ModuleList(TextKernels(block_dim, channels) for _ in range(levels))
+        self.decoder = nn.ModuleList(nn.ConvTranspose2d(channels if step == 0 else 2 * channels, channels, 3, stride=2,
+                                                        padding=1) for step in range(levels - 1))
+        self.location_scores = nn.Conv2d(2 * channels, 1, 1)
+        self.direction_head = nn.Sequential(nn.Linear(6 + 2 * channels, hidden), nn.ReLU(),
+                                            nn.Linear(hidden, NUM_DIRECTIONS + 1))
 
-    def forward(self, frames: torch.Tensor, cells: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+    def forward(self, frames: torch.Tensor, cells: torch.Tensor, blocks: torch.Tensor
+                ) -> tuple[torch.Tensor, torch.Tensor]:
         """``frames`` [B, 3, H, W] standardised, ``cells`` [B] goal cells, ``blocks`` [B]."""
-        marks = goal_marks(cells.to(frames.device))
-        features = torch.cat([frames, marks.to(frames.dtype), self.coordinates.expand(len(frames), -1, -1, -1)
-                              .to(frames.dtype)], dim=1)
-        blocks = blocks.to(frames.device)
-        for convolution, film in zip(self.convolutions, self.block_film):
-            scale, shift = film(blocks).chunk(2, dim=-1)
-            features = convolution(features)
-            features = F.relu(features * (1 + scale[:, :, None, None]) + shift[:, :, None, None])
-        return self.head(features.flatten(1)).log_softmax(-1)
+        cells, blocks = cells.to(frames.device), blocks.to(frames.device)
+        marks = goal_marks(cells).to(frames.dtype)
+        features = torch.cat([frames, marks, self.coordinates.expand(len(frames), -1, -1, -1).to(frames.dtype)], dim=1)
+        block = self.block(blocks)
+        levels = []
+        for convolution, norm in zip(self.encoder, self.norms):
+            features = F.leaky_relu(norm(convolution(features)))
+            levels.append(features)
+        filtered = [kernels(level, block) for kernels, level in zip(self.block_kernels, levels)]
+        up = filtered[-1]
+        for step, deconvolution in enumerate(self.decoder):
+            skip = filtered[-2 - step]
+            joined = up if step == 0 else torch.cat([up, filtered[-1 - step]], dim=1)
+            up = F.leaky_relu(deconvolution(joined, output_size=skip.shape[-2:]))
+        location = self.location_scores(torch.cat([up, filtered[0]], dim=1)).flatten(1)
+        where = location.float().softmax(-1) @ self.cell_grid  # the block's expected (column, row), [B, 2]
+        goal = cell_coordinates(cells).to(where.device)
+        summary = torch.cat([where, goal, goal - where, levels[-1].mean(dim=(2, 3)).float(),
+                             filtered[-1].mean(dim=(2, 3)).float()], dim=1)
+        return self.direction_head(summary).log_softmax(-1), location

@@ -22,7 +22,8 @@ import torch
 import torch.nn.functional as F
 
 from zoo.blocks.geometry import NUM_DIRECTIONS, STOP
-from zoo.blocks.goals import goal_cell
+from zoo.blocks.goals import cell_centre, goal_cell, goal_errors
+from zoo.blocks.history import standardize
 from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
 from zoo.models.blocks.goal import BlocksGoalPredictor
@@ -43,7 +44,7 @@ class BlocksGoal(BlocksPolicy):
     tracks_images = False
 
     def __init__(self, vocabulary: list[str], *, reader: dict | None = None, reader_from: str | None = None,
-                 actor_channels: int = 32, learning_rate: float = 1e-3, **network):
+                 actor_channels: int = 32, location_weight: float = 1.0, learning_rate: float = 1e-3, **network):
         """
         Args:
             vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first (the reader's).
@@ -51,12 +52,20 @@ class BlocksGoal(BlocksPolicy):
                 aside); its defaults when not given. A saved policy holds those of its reader.
             reader_from: A trained goal reader to start from (a ``save_pretrained`` directory or a
                 released name); its settings and weights replace ``reader``'s, and it stays frozen.
-            actor_channels: Feature maps of each of the actor's four convolutions.
+            actor_channels: Feature maps at every level of the actor's encoder and decoder.
+            location_weight: Weight of the actor's map of where the block stands (its
+                cross-entropy against the block's cell in each training frame) beside the
+                direction's negative log-likelihood.
             learning_rate: Adam's learning rate for the actor.
             **network: The Blocks network's settings (:class:`BlocksNetworkConfig`); the reader's
-                instruction encoder is sized by ``embedding_dim`` and ``lstm_dim``.
+                instruction encoder is sized by ``embedding_dim`` and ``lstm_dim``, and ``history``
+                must be 0: the actor reads the current frame alone, standardised on its own.
         """
         super().__init__(vocabulary, learning_rate=learning_rate, **network)
+
+    def check_settings(self) -> None:
+        if self.hparams.history != 0:
+            raise ValueError(f"BlocksGoal reads the current frame alone: history must be 0, got {self.hparams.history}")
 
     # ------------------------------------------------------------------ the two networks
     def build_network(self, config: BlocksNetworkConfig) -> None:
@@ -105,11 +114,17 @@ class BlocksGoal(BlocksPolicy):
     # ------------------------------------------------------------------ acting
     @staticmethod
     def current_frames(images) -> torch.Tensor:
-        """The newest frame of each stack, standardised as the whole stack is."""
-        stacks = images.standardized() if isinstance(images, RawStacks) else images
-        return stacks[:, -3:]
+        """The newest frame of each observation, standardised on its own [B, 3, H, W]: a rollout's
+        stacks give their newest frame's pixels; a training batch (``history`` 0) is that frame."""
+        if isinstance(images, RawStacks):
+            return standardize(images.in_history_order()[:, -3:] * (1.0 / 255.0))
+        if images.shape[1] != 3:
+            raise ValueError(f"BlocksGoal reads one frame (3 channels, history 0); got {images.shape[1]} channels")
+        return images
 
-    def direction_log_probs(self, frames: torch.Tensor, cells: torch.Tensor, blocks: torch.Tensor) -> torch.Tensor:
+    def direction_log_probs(self, frames: torch.Tensor, cells: torch.Tensor, blocks: torch.Tensor
+                            ) -> tuple[torch.Tensor, torch.Tensor]:
+        """The directions' log-probabilities [B, 5] and the block's location logits [B, cells²]."""
         return self.actor(frames.to(self.device), cells.long(), blocks.long())
 
     def action_log_probs(self, observation: BlocksObservation) -> torch.Tensor:
@@ -120,7 +135,7 @@ class BlocksGoal(BlocksPolicy):
             reading = self._read_at_start(observation)
         reading = reading.to(self.device)
         cells, blocks = reading[:, 0].long(), reading[:, 1].long()
-        directions = self.direction_log_probs(self.current_frames(observation.images), cells, blocks)
+        directions, _ = self.direction_log_probs(self.current_frames(observation.images), cells, blocks)
         scores = torch.full((len(observation), STOP + 1), float("-inf"), device=self.device, dtype=directions.dtype)
         rows = torch.arange(len(observation), device=self.device)
         for direction in range(NUM_DIRECTIONS):
@@ -145,15 +160,21 @@ class BlocksGoal(BlocksPolicy):
 
     # ------------------------------------------------------------------ training
     def actor_loss(self, batch: dict, stage: str) -> torch.Tensor:
-        """The demonstrations' directions (STOP as the fifth) for their true block and goal."""
-        directions = self.direction_log_probs(self.current_frames(batch["images"]), goal_cell(batch["goal"]),
-                                              batch["block"])
+        """The demonstrations' directions (STOP as the fifth) for their true block and goal, and
+        the cell where that block stands in the frame."""
+        directions, location = self.direction_log_probs(self.current_frames(batch["images"]),
+                                                        goal_cell(batch["goal"]), batch["block"])
         action = batch["action"].to(self.device)
         target = torch.where(action == STOP, NUM_DIRECTIONS, action % NUM_DIRECTIONS)
-        loss = F.nll_loss(directions, target)
-        self.log(f"{stage}/accuracy", (directions.argmax(-1) == target).float().mean(), batch_size=len(target),
+        where = goal_cell(batch["block_position"]).to(self.device)
+        direction_loss, location_loss = F.nll_loss(directions, target), F.cross_entropy(location.float(), where)
+        size = len(target)
+        self.log(f"{stage}/accuracy", (directions.argmax(-1) == target).float().mean(), batch_size=size,
                  prog_bar=stage == "val")
-        return loss
+        self.log(f"{stage}/location_error", goal_errors(cell_centre(location.detach().argmax(-1).cpu()),
+                                                        batch["block_position"]).mean(), batch_size=size)
+        self.log(f"{stage}/direction_loss", direction_loss, batch_size=size)
+        return direction_loss + self.hparams.location_weight * location_loss
 
     def training_step(self, batch: dict, batch_idx: int) -> torch.Tensor:
         loss = self.actor_loss(batch, "train")
