@@ -34,6 +34,7 @@ from zoo.experiment import resume_path
 from zoo.files import marker_record
 from zoo.models.blocks import BlocksPolicy, BlocksSupervised
 from zoo.models.blocks.network import NETWORK_OPTIONS
+from zoo.models.blocks.network_config import BlocksNetworkConfig
 from zoo.models.blocks.policy import load_training_checkpoint
 from zoo.registry import ModelSpec
 from zoo.run_directory import RunDirectory, config_sha256, identity, stage_sha256, take_stage
@@ -64,7 +65,9 @@ def _datamodule(config: DictConfig, mode: str) -> BlocksDataModule:
     data = config.data
     datamodule = BlocksDataModule(
         data_dir=data.data_dir, source=data.source, download=data.download, batch_size=data.batch_size,
-        num_workers=data.num_workers, seed=config.seed, mode=mode, history=config.model.options.history,
+        num_workers=data.num_workers, seed=config.seed, mode=mode,
+        # the frames stacked: the network's default unless the recipe sets model.options.history
+        history=OmegaConf.select(config, "model.options.history", default=BlocksNetworkConfig.history),
         procedural_sizes=OmegaConf.to_container(data.procedural_sizes) if data.procedural_sizes else None,
         episodes_per_batch=data.episodes_per_batch, supervised_schedule=data.supervised_schedule,
         replay_capacity=data.replay_capacity,
