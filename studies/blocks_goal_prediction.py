@@ -1,7 +1,9 @@
 """How well the goal can be read from the start image and the instruction: a LingUNet-style
-goal predictor trained on the real training data.
+goal predictor trained on the real training data, with the variants docs/blocks.md compares
+(dropout, mirrored examples, weights averaged over epochs, seeds, ensembles). The model itself
+trains with ``zoo train blocks-goal-reader`` and is evaluated with ``zoo eval blocks --model``.
 
-    python benchmarks/blocks_goal_prediction.py --seconds 3600 --out docs/results/blocks_goal_prediction.jsonl
+    python studies/blocks_goal_prediction.py --seconds 3600 --out docs/results/blocks_goal_prediction.jsonl
 
 Trains :class:`~zoo.models.blocks.goal.BlocksGoalPredictor` on the training examples (the
 tuning set held out), evaluates the goal error (block lengths from the predicted to the true
