@@ -32,7 +32,7 @@ def main(argv=None) -> int:
     import torch
 
     torch.set_num_threads(args.threads)
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
     from zoo.light.datamodule import LightDataModule
     from zoo.light.evaluate import (
         evaluate_generation,

@@ -160,7 +160,7 @@ def test_eval_versus_pairs_two_policies_on_the_same_episodes(capsys, tmp_path, m
 
 
 def test_paired_bootstrap_refuses_values_of_different_examples():
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
 
     with pytest.raises(ValueError, match="same examples"):
         Bootstrap(10).paired([1.0, 2.0], [1.0])

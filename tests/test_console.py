@@ -11,7 +11,7 @@ import pytest
 SCRIPT = textwrap.dedent("""
     import logging, sys, warnings
     import lightning.pytorch  # sets its own loggers up at import, as in every recipe
-    from zoo.console import configure_output
+    from zoo.run_logging import configure_output
 
     configure_output(verbose=sys.argv[1] == "verbose")
     logging.getLogger("lightning.pytorch.utilities.rank_zero").info("GPU available: False, used: False")
@@ -45,7 +45,7 @@ def test_verbose_brings_the_libraries_output_back():
 def test_library_progress_bars_stay_out_of_a_log_file():
     script = textwrap.dedent("""
         import sys
-        from zoo.console import configure_output
+        from zoo.run_logging import configure_output
 
         configure_output(verbose=False)
         from tqdm.auto import tqdm  # what transformers' GGUF loader draws with
@@ -67,7 +67,7 @@ EXPORT_AND_LOAD = textwrap.dedent("""
     from pathlib import Path
 
     logging.basicConfig(level=logging.INFO, format="%(message)s")  # as the recipes set it up
-    from zoo.console import configure_output
+    from zoo.run_logging import configure_output
 
     configure_output(verbose=sys.argv[1] == "verbose")
     from light_rankers_support import make_tiny_backbone
@@ -132,7 +132,7 @@ def test_library_notices_logged_under_a_file_path_name_are_chatter_but_their_war
     script = textwrap.dedent("""
         import logging, sys
         logging.basicConfig(level=logging.INFO, format="%(message)s")
-        from zoo.console import configure_output
+        from zoo.run_logging import configure_output
 
         configure_output(verbose=False)
         import torch
@@ -154,7 +154,7 @@ def test_library_notices_logged_under_a_file_path_name_are_chatter_but_their_war
 RANKED = textwrap.dedent("""
     import logging, sys, warnings
     logging.basicConfig(level=logging.INFO, format="%(message)s")
-    from zoo.console import configure_output
+    from zoo.run_logging import configure_output
 
     configure_output(verbose=False)
     log = logging.getLogger("zoo.progress")

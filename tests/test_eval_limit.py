@@ -12,7 +12,7 @@ from zoo.cli import main
 from zoo.light.datamodule import LightDataModule
 from zoo.light.environment import authored_world
 from zoo.light.sim import SimConfig, generate_corpus, write_corpus
-from zoo.subset import describe_subset, subset_indices, subset_words
+from zoo.example_sample import describe_subset, subset_indices, subset_words
 
 
 def last_json(capsys) -> dict:

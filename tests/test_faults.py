@@ -108,7 +108,7 @@ def test_concurrent_writers_of_one_cache_entry_and_one_corpus_directory(tmp_path
     import hashlib
     from concurrent.futures import ThreadPoolExecutor
 
-    from zoo.files import MARKER_NAME, replace_directory
+    from zoo.safe_writes import MARKER_NAME, replace_directory
     from zoo.hub import download_file
 
     payload = os.urandom(1 << 18)

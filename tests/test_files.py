@@ -10,7 +10,7 @@ import pytest
 
 from zoo.cli import main
 from zoo.errors import UnsafeDestinationError
-from zoo.files import (
+from zoo.safe_writes import (
     MARKER_NAME,
     atomic_write_text,
     check_replaceable,
@@ -121,5 +121,5 @@ def test_a_directory_another_writer_swaps_away_while_it_is_checked_counts_as_gon
     def swapped_away(directory):
         raise FileNotFoundError(2, "No such file or directory", str(directory))
 
-    monkeypatch.setattr("zoo.files._listing", swapped_away)
+    monkeypatch.setattr("zoo.safe_writes._listing", swapped_away)
     assert check_replaceable(target, kind="corpus") == target

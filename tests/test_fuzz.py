@@ -141,7 +141,7 @@ def test_checkpoint_config_json(config, model_class, tmp_path_factory):
 @pytest.mark.parametrize("target", [".", "..", "~", "/"])
 def test_outputs_never_replace_protected_places(target):
     from zoo.errors import UnsafeDestinationError
-    from zoo.files import check_replaceable
+    from zoo.safe_writes import check_replaceable
 
     with pytest.raises(UnsafeDestinationError):
         check_replaceable(target, kind="corpus")

@@ -259,8 +259,8 @@ def test_no_light_sim_module_shadows_a_name_the_package_exports():
 
 def test_cli_and_training_modules_all_import():
     names = sorted(module_name(path) for package in JOINING for path in (REPO / package).rglob("*.py"))
-    assert {"zoo.cli", "zoo.cli.__main__", "zoo.cli.blocks", "zoo.cli.light", "zoo.cli.light_tools",
-            "zoo.cli.light_neighbors", "zoo.cli.play", "zoo.cli.train", "zoo.training.runner", "zoo.training.stage", "zoo.training",
+    assert {"zoo.cli", "zoo.cli.__main__", "zoo.cli.blocks", "zoo.cli.light", "zoo.cli.light_corpus", "zoo.cli.light_eval",
+            "zoo.cli.light_generate", "zoo.cli.light_neighbors", "zoo.cli.play", "zoo.cli.train", "zoo.training.runner", "zoo.training.stage", "zoo.training",
             "zoo.training.light", "zoo.training.blocks"} <= set(names)
     for name in names:
         module = importlib.import_module(name)

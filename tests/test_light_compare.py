@@ -10,7 +10,7 @@ from tests.conftest import LIGHT_DATA
 def test_a_paired_difference_resamples_the_same_examples_for_both_models():
     import torch
 
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
     from zoo.light.evaluate import paired_difference
 
     first = {"hit": torch.tensor([1.0, 1.0, 0.0, 1.0] * 10)}
@@ -24,7 +24,7 @@ def test_a_paired_difference_resamples_the_same_examples_for_both_models():
 
 
 def test_a_perplexity_interval_resamples_sums_not_per_example_ratios():
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
 
     # one long line predicted well, three short ones badly: NLL per word is 16 / 16 = 1.0 over the
     # four, while the mean of the per-line rates would be (4 / 13 + 3 * 4) / 4, about 3.1
@@ -39,7 +39,7 @@ def test_two_generators_compare_by_their_word_perplexity_on_the_same_golds():
 
     import torch
 
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
     from zoo.light.evaluate import paired_word_perplexity
 
     words = torch.tensor([3, 5, 2, 8] * 6)

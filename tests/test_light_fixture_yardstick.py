@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from tests.conftest import LIGHT_DATA
-from zoo.bootstrap import Bootstrap
+from zoo.bootstrap_intervals import Bootstrap
 from zoo.cli import main
 from zoo.light.evaluate import evaluate_ranker, example_outcomes
 from zoo.light.examples import build_examples, full_contexts

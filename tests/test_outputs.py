@@ -17,7 +17,7 @@ import pytest
 
 from zoo.cli import main
 from zoo.errors import UnsafeDestinationError
-from zoo.files import (
+from zoo.safe_writes import (
     MARKER_NAME,
     OUTPUT_KINDS,
     atomic_write,
@@ -199,13 +199,13 @@ def test_a_kill_while_the_marker_is_written_leaves_a_reusable_directory(tmp_path
     directory.mkdir()
     child = subprocess.Popen([sys.executable, "-c", textwrap.dedent(f"""
         import os, time
-        import zoo.files as files
+        import zoo.safe_writes as safe_writes
         def stall(stream):
             stream.write(b'{{"written_by": "zo')
             stream.flush()
             print("writing", flush=True)
             time.sleep(60)
-        files.atomic_write({str(directory / MARKER_NAME)!r}, stall)
+        safe_writes.atomic_write({str(directory / MARKER_NAME)!r}, stall)
         """)], stdout=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(Path.cwd())})
     try:
         assert child.stdout.readline().strip() == "writing"

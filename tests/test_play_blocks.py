@@ -104,7 +104,7 @@ def test_one_instruction_from_the_command_line(tmp_path, monkeypatch, capsys):
 
 
 def test_an_overlong_instruction_from_the_command_line_is_cut_with_a_note(tmp_path, monkeypatch, capsys):
-    from zoo.play.console import MAX_LINE_CHARACTERS
+    from zoo.play.terminal_text import MAX_LINE_CHARACTERS
 
     pasted = "move block one to the left " * 2_000
     records = play(tmp_path, monkeypatch, "--board", "procedural", "--model", "stop", "--instruction", pasted)

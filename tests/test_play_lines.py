@@ -14,7 +14,7 @@ import torch
 from zoo.cli import main
 from zoo.light.environment import authored_world
 from zoo.models.candidate_cache import RetrievalIndex
-from zoo.play.console import LineSource, shown
+from zoo.play.terminal_text import LineSource, shown
 from zoo.play.light_partner import RETRIEVED, Partner, name_pattern
 from zoo.play.light_room import a_or_an, stage_room
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import LIGHT_DATA
-from zoo.progress import CountProgress
+from zoo.count_progress import CountProgress
 
 
 def test_a_line_per_tenth_with_the_time_left_and_nothing_when_off(capsys):

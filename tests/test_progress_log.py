@@ -7,9 +7,9 @@ from types import SimpleNamespace
 
 import pytest
 
-import zoo.callbacks.progress_log as progress_log
+import zoo.callbacks.fit_progress as fit_progress
 from zoo.callbacks.fit_estimate import validations_left
-from zoo.callbacks.progress_log import ProgressLog
+from zoo.callbacks.fit_progress import ProgressLog
 from zoo.threads import use_threads
 
 
@@ -24,7 +24,7 @@ def fake_trainer(batches: int = 100, epochs: int = 3, epoch: int = 0, val_batche
 def clock(monkeypatch):
     """The callback's clock, moved by hand: ``clock.now = 12.5``."""
     fake = SimpleNamespace(now=0.0)
-    monkeypatch.setattr(progress_log, "time", SimpleNamespace(perf_counter=lambda: fake.now))
+    monkeypatch.setattr(fit_progress, "time", SimpleNamespace(perf_counter=lambda: fake.now))
     return fake
 
 
@@ -118,7 +118,7 @@ def test_the_end_says_how_long_training_took_beside_the_estimate(caplog, clock):
 
 
 def test_max_time_caps_the_estimate_with_one_validation_after_it(clock, monkeypatch):
-    monkeypatch.setattr(progress_log, "time_remaining", lambda trainer: 30.0)
+    monkeypatch.setattr(fit_progress, "time_remaining", lambda trainer: 30.0)
     callback, trainer = ProgressLog(estimate_after_s=0.0, lines=False), fake_trainer(val_batches=4)
     callback.on_train_start(trainer, object())
     callback.on_train_epoch_start(trainer, object())

@@ -17,7 +17,7 @@ from omegaconf import OmegaConf
 from zoo.callbacks.run_legs import RunLegs, totals
 from zoo.callbacks.run_model_checkpoint import moved
 from zoo.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError
-from zoo.files import MARKER_NAME, marker_record
+from zoo.safe_writes import MARKER_NAME, marker_record
 from zoo.run_directory import (
     CONFIG_NAME,
     SAFE_TO_CHANGE,

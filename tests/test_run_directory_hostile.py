@@ -14,7 +14,7 @@ import torch
 from test_run_directory import BLOCKS_TINY, BANDIT, blocks_recipe, config, snapshot
 from zoo.callbacks.run_model_checkpoint import CheckpointStateError, RunModelCheckpoint, check_inside, own_checkpoint
 from zoo.checkpoint_io import AtomicCheckpointIO
-from zoo.files import MARKER_NAME
+from zoo.safe_writes import MARKER_NAME
 from zoo.run_directory import (
     CHANGES_NAME,
     HOLDER_NAME,
@@ -205,12 +205,12 @@ def test_a_read_only_place_is_one_line_before_anything_is_written(tmp_path, monk
 
 
 def test_a_write_that_fails_while_taking_the_run_is_one_line(tmp_path, monkeypatch):
-    import zoo.files
+    import zoo.safe_writes
 
     def refused(*args, **kwargs):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(zoo.files, "write_marker", refused)
+    monkeypatch.setattr(zoo.safe_writes, "write_marker", refused)
     with pytest.raises(RunDirectoryError, match="cannot write to run_dir .*: Permission denied"):
         RunDirectory.open(config(tmp_path / "run"))
 

@@ -68,7 +68,7 @@ def release(args: argparse.Namespace, directory: Path) -> None:
     target = CHECKPOINTS / args.name
     target.mkdir(parents=True, exist_ok=True)
     files = []
-    from zoo.files import MARKER_NAME
+    from zoo.safe_writes import MARKER_NAME
 
     for source in sorted(p for p in directory.rglob("*") if p.is_file() and p.name != MARKER_NAME):
         name = source.relative_to(directory).as_posix()  # e.g. tokenizer/tokenizer.json

@@ -35,7 +35,7 @@ REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:  # run as a script from a checkout
     sys.path.insert(0, str(REPO))
 
-from zoo.files import atomic_write  # noqa: E402
+from zoo.safe_writes import atomic_write  # noqa: E402
 from zoo.hub import ManifestError, PretrainedEntry, load_manifest, sha256_of  # noqa: E402
 from zoo.weights import (  # noqa: E402
     DEFAULT_MAX_SHARD_SIZE,

@@ -28,7 +28,7 @@ class AtomicCheckpointIO(TorchCheckpointIO):
     def save_checkpoint(self, checkpoint: dict[str, Any], path, storage_options: Any | None = None) -> None:
         import torch
 
-        from zoo.files import atomic_write
+        from zoo.safe_writes import atomic_write
 
         if storage_options is not None:
             raise TypeError(f"{type(self).__name__} takes no storage_options")

@@ -18,7 +18,7 @@ import lightning as L
 from lightning.pytorch.callbacks import LearningRateMonitor
 from omegaconf import DictConfig, OmegaConf
 
-from zoo.console import configure_output
+from zoo.run_logging import configure_output
 from zoo.recipe_schema import check_recipe_config
 
 if TYPE_CHECKING:
@@ -36,7 +36,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
     """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
     then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults;
     ``--verbose`` keeps the libraries' own output (banners, tips, summaries), which is
-    otherwise off (:func:`zoo.console.configure_output`).
+    otherwise off (:func:`zoo.run_logging.configure_output`).
 
     Every key given must exist in the recipe's YAML (``trainer.*``: be a ``lightning.Trainer``
     argument), and its value must have the default's type, or the run stops before any work
@@ -347,14 +347,14 @@ def make_trainer(config: DictConfig, run_dir: Path, callbacks: list, logger, sta
     from zoo.callbacks.final_validation import ValidateAtMaxSteps
     from zoo.callbacks.finite_training import FiniteTraining
     from zoo.callbacks.logging_interval import EpochLoggingInterval
-    from zoo.callbacks.progress_log import ProgressLog
+    from zoo.callbacks.fit_progress import ProgressLog
     from zoo.callbacks.resumed_stage import ResumedStage
     from zoo.checkpoint_io import AtomicCheckpointIO
 
-    from zoo import console
+    from zoo import run_logging
 
     options = OmegaConf.to_container(config, resolve=True)
-    if not console.verbose_output:
+    if not run_logging.verbose_output:
         options.setdefault("enable_model_summary", False)  # a table of layers before every run
     if logger is not False:
         callbacks = [*callbacks, LearningRateMonitor()]

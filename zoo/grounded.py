@@ -92,7 +92,7 @@ class Grounded(L.LightningModule):
         interrupted save never leaves a half-written checkpoint behind. ``record`` is kept in
         the directory's marker (a training run's configuration hash: which run it came from).
         """
-        from zoo.files import replace_directory
+        from zoo.safe_writes import replace_directory
 
         directory = Path(directory)
         with replace_directory(directory, kind="model", record=record) as staging:

@@ -62,7 +62,7 @@ from urllib import request as urlrequest
 from urllib.error import HTTPError, URLError
 from urllib.parse import unquote, urljoin, urlparse, urlsplit, urlunsplit
 
-from zoo.files import STALE_SECONDS, remove_stale
+from zoo.safe_writes import STALE_SECONDS, remove_stale
 from zoo.paths import cache_dir
 from zoo.safe_json import JsonError, read_json
 
@@ -367,7 +367,7 @@ def _stream(source: str | Path, headers: dict, url: str, staging: Path, dest: Pa
     deadline, and never more than ``size + 1`` bytes."""
     from tqdm.auto import tqdm
 
-    from zoo.progress import CountProgress
+    from zoo.count_progress import CountProgress
 
     with _opened(source, headers, watchdog, timeout) as (body, announced), open(staging, "wb") as out:
         if size is not None and announced is not None and announced > size:

@@ -1,7 +1,7 @@
 """A run directory's identity: which configuration it holds, and who is writing it now.
 
 ``config.yaml`` is the run's identity. It is written once, first (atomically), into a new or
-empty directory or one zoo marked as a run (:data:`zoo.files.MARKER_NAME`, kind ``"run"``),
+empty directory or one zoo marked as a run (:data:`zoo.safe_writes.MARKER_NAME`, kind ``"run"``),
 and never rewritten. A rerun with the same configuration resumes the run; a rerun with
 another one is refused in one line before anything is written, naming each key that differs,
 unless every differing key is in :data:`SAFE_TO_CHANGE` and named in
@@ -186,7 +186,7 @@ def _has_work(run_dir: Path) -> bool:
 
 
 def _check_usable(run_dir: Path) -> None:
-    from zoo.files import check_replaceable, marker_record
+    from zoo.safe_writes import check_replaceable, marker_record
 
     if run_dir.is_symlink() or run_dir.exists() and not run_dir.is_dir():
         raise RunDirectoryError(f"run_dir {str(run_dir)!r} exists and is not a directory (or is a link); "
@@ -247,7 +247,7 @@ class RunDirectory:
             except ConfigChangedError:
                 refuse_if_in_use(run_dir)  # a process writing the run now is the better reason to give
                 raise
-        from zoo.files import MARKER_NAME, write_marker
+        from zoo.safe_writes import MARKER_NAME, write_marker
 
         try:
             run_dir.mkdir(parents=True, exist_ok=True)
@@ -338,7 +338,7 @@ class RunDirectory:
 
     def made_here(self, directory: Path, sha256: str | None = None) -> bool:
         """Whether ``directory`` (an export, a stage) was written by this configuration."""
-        from zoo.files import marker_record
+        from zoo.safe_writes import marker_record
 
         return marker_record(directory).get("config_sha256") == (sha256 or self.sha256)
 
@@ -361,7 +361,7 @@ def read_identity(run_dir: Path) -> dict | None:
 def write_identity(run_dir: Path, data: dict) -> None:
     from omegaconf import OmegaConf
 
-    from zoo.files import atomic_write
+    from zoo.safe_writes import atomic_write
 
     text = OmegaConf.to_yaml(OmegaConf.create(data))
     atomic_write(run_dir / CONFIG_NAME, lambda stream: stream.write(text.encode("utf-8")), sync=True)
@@ -392,7 +392,7 @@ def read_changes(run_dir: Path) -> list[dict]:
 
 def record_changes(run_dir: Path, changes: list[Change]) -> None:
     """Append one line (time, the changes) to ``changes.jsonl``, atomically."""
-    from zoo.files import atomic_write_text
+    from zoo.safe_writes import atomic_write_text
 
     path = run_dir / CHANGES_NAME
     before = path.read_text() if path.is_file() else ""
@@ -424,7 +424,7 @@ def _lock_now(run_dir: Path):
 
 def acquire(run_dir: Path):
     """The run directory's lock, with the sidecar that names this process as its holder."""
-    from zoo.files import atomic_write_text
+    from zoo.safe_writes import atomic_write_text
 
     lock = _lock_now(run_dir)
     if (run_dir / HOLDER_NAME).is_file():  # a holder that closed removed its record: this one was killed
@@ -465,7 +465,7 @@ def take_stage(directory: Path, sha256: str, name: str) -> None:
     """Claim ``directory`` (a stage inside a run, e.g. the Blocks warm-up) for the configuration
     hash ``sha256``; a stage made from another configuration is refused in one line. A stage
     from before stages were marked is adopted (the run's own config.yaml matched already)."""
-    from zoo.files import marker_record, write_marker
+    from zoo.safe_writes import marker_record, write_marker
 
     recorded = marker_record(directory).get("config_sha256")
     if recorded is not None and recorded != sha256:

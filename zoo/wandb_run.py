@@ -18,7 +18,7 @@ from pathlib import Path
 from lightning.pytorch.loggers import WandbLogger
 from lightning.pytorch.utilities import rank_zero_only
 
-from zoo.files import atomic_write_text, marker_record
+from zoo.safe_writes import atomic_write_text, marker_record
 from zoo.run_directory import STAGE_KIND, RunDirectoryError
 
 RUN_ID_NAME = "wandb-run-id"

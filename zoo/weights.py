@@ -61,7 +61,7 @@ def save_weights(model: torch.nn.Module, directory: Path, max_shard_size: int | 
     tensors as ``dtype`` when given); returns the files written."""
     from huggingface_hub import save_torch_state_dict
 
-    from zoo.files import honour_umask
+    from zoo.safe_writes import honour_umask
 
     limit = shard_size_bytes(max_shard_size)
     save_torch_state_dict(storable_state(model.state_dict(), dtype), directory, max_shard_size=limit,

@@ -162,7 +162,7 @@ def _save_atomically(path: Path, save, replace: bool = True) -> None:
     """Write through a temporary file in the target directory, then rename: a reader never
     sees half a file and a failure leaves nothing behind (``replace=False``: nor is an
     existing file written over)."""
-    from zoo.files import atomic_write
+    from zoo.safe_writes import atomic_write
 
     atomic_write(path, save, replace=replace)
 

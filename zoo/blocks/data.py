@@ -32,7 +32,7 @@ MAX_INSTRUCTION_CHARACTERS = 2000
 337 in test), so the margin is five-fold. The network reads every token (no model cuts the
 instruction), so a record far past it, such as a pasted book of 400,000 words, would cost
 minutes and gigabytes to score; it is refused when the file is read. Typed instructions are cut
-shorter still, with a note, at :data:`zoo.play.console.MAX_LINE_CHARACTERS`."""
+shorter still, with a note, at :data:`zoo.play.terminal_text.MAX_LINE_CHARACTERS`."""
 
 OFFICIAL_COMMIT = "798cba8"
 OFFICIAL_URL = "https://raw.githubusercontent.com/clic-lab/blocks/{commit}/BlockWorldSimulator/Assets/{file}"

@@ -10,7 +10,7 @@ import torch
 from zoo.blocks.records import Example
 from zoo.blocks.rollout import EpisodeRunner
 from zoo.metrics import DistanceError
-from zoo.progress import CountProgress
+from zoo.count_progress import CountProgress
 
 
 def greedy_actions(policy):

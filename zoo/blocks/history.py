@@ -7,7 +7,7 @@ import math
 
 import torch
 
-from zoo.scratch import ScratchBuffers
+from zoo.scratch_buffers import ScratchBuffers
 
 HISTORY = 4
 """Previous frames the agent stacks with the current one (K in the paper)."""
@@ -134,7 +134,7 @@ class HistoryStack:
 
     def _buffer(self, name: str, shape: tuple[int, ...], dtype: torch.dtype, device=None,
                 memory_format: torch.memory_format = torch.contiguous_format) -> torch.Tensor:
-        """A scratch tensor kept between calls and resets (see :mod:`zoo.scratch`)."""
+        """A scratch tensor kept between calls and resets (see :mod:`zoo.scratch_buffers`)."""
         device = device if device is not None else self._head.device
         return self._scratch.get(name, shape, dtype, device, memory_format)
 

@@ -1,4 +1,4 @@
-"""What a fit will cost: the clock and the arithmetic behind :class:`zoo.callbacks.progress_log.ProgressLog`'s
+"""What a fit will cost: the clock and the arithmetic behind :class:`zoo.callbacks.fit_progress.ProgressLog`'s
 estimate of when training ends.
 
 A fit spends its time in training batches and in validation passes (on Blocks mostly the

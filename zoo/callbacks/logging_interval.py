@@ -3,7 +3,7 @@
 Lightning logs training steps every ``trainer.log_every_n_steps`` (20 in the recipes) counted
 over the whole run; a small run (``--tiny``, ``data.limit``) with fewer batches than that in all
 would log no training step at all, and Lightning says so in a notice at every such run. The
-interval is capped at one epoch's batches here, so the notice is moot and :mod:`zoo.console`
+interval is capped at one epoch's batches here, so the notice is moot and :mod:`zoo.run_logging`
 silences it. Only how often metrics are logged changes; nothing trained does.
 """
 

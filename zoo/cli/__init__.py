@@ -71,7 +71,7 @@ def _download(args) -> int:
 def main(argv: list[str] | None = None) -> int:
     """Run a command; mistakes in what the user asked for end with a one-line message, not a traceback."""
     from zoo.cli.messages import cli_words
-    from zoo.console import configure_output
+    from zoo.run_logging import configure_output
     from zoo.hub import DownloadError
 
     parser = build_parser()

@@ -75,10 +75,10 @@ def _open_split(args):
 
 def run_eval(args) -> int:
     from zoo.blocks.evaluate import evaluate_policy
-    from zoo.bootstrap import Bootstrap
+    from zoo.bootstrap_intervals import Bootstrap
     from zoo.metrics import DistanceError
     from zoo.models.blocks.goal import BlocksGoalPredictor, GoalPredictorEnsemble, goal_reader, reading_report
-    from zoo.subset import describe_subset, subset_indices, subset_words
+    from zoo.example_sample import describe_subset, subset_indices, subset_words
     from zoo.threads import current_choice
 
     if args.first and args.limit is None:
@@ -86,7 +86,7 @@ def run_eval(args) -> int:
     split, source = _open_split(args)
     policy = load_policies(args.model, args.seed)
     if args.save is not None:
-        from zoo.files import check_replaceable
+        from zoo.safe_writes import check_replaceable
 
         check_replaceable(args.save, kind="model")  # before the evaluation, not after
     other = load_policies(args.versus, args.seed) if args.versus else None  # a bad name fails before the work
@@ -144,7 +144,7 @@ def _report_reading(args, reader, examples, total: int, source: str) -> int:
     """``zoo eval blocks --model READER``: a goal reader reads; it does not act, so what it is worth
     is its readings carried out by the shortest-path expert."""
     from zoo.models.blocks.goal import reading_report
-    from zoo.subset import describe_subset, subset_words
+    from zoo.example_sample import describe_subset, subset_words
     from zoo.threads import current_choice
 
     if args.versus:
@@ -169,7 +169,7 @@ def _report_reading(args, reader, examples, total: int, source: str) -> int:
 
 def run_render(args) -> int:
     from zoo.blocks.episode_animation import render_episode
-    from zoo.files import check_new_file
+    from zoo.safe_writes import check_new_file
 
     check_new_file(args.out)  # before the data and the policy load, not after
     split, source = _open_split(args)

@@ -1,8 +1,8 @@
-"""``zoo light ...`` subcommands and ``zoo eval light``.
-
-``examples`` prints flattened examples of a LIGHT corpus, ``sim`` writes a LIGHT-sim corpus,
-``stats`` prints Table 1 of a corpus; ``zoo eval light`` scores a baseline or a saved model
-on one task and split and prints a JSON object last.
+"""``zoo light ...`` subcommands and ``zoo eval light``: the ``examples`` command, which prints
+flattened examples of a LIGHT corpus, and the registration of the others, each in the module
+named for it: ``sim`` and ``stats`` (:mod:`zoo.cli.light_corpus`), ``generate``
+(:mod:`zoo.cli.light_generate`), ``neighbors`` (:mod:`zoo.cli.light_neighbors`) and
+``zoo eval light`` (:mod:`zoo.cli.light_eval`).
 """
 
 from __future__ import annotations
@@ -24,13 +24,10 @@ def add_commands(subparsers, eval_subparsers) -> None:
     """Register ``zoo light`` (examples, sim, stats, neighbors) and ``zoo eval light``."""
     light = subparsers.add_parser("light", help="LIGHT (Urbanek et al. 2019): data tools")
     commands = light.add_subparsers(dest="light_command", required=True)
+    from zoo.cli.light_corpus import add_sim_command, add_stats_command
+    from zoo.cli.light_eval import add_eval_command
+    from zoo.cli.light_generate import add_generate_command
     from zoo.cli.light_neighbors import add_neighbors_command
-    from zoo.cli.light_tools import (
-        add_eval_command,
-        add_generate_command,
-        add_sim_command,
-        add_stats_command,
-    )
 
     add_sim_command(commands)
     add_stats_command(commands)

@@ -26,3 +26,11 @@ def cli_words(error: BaseException | str) -> str:
     for pattern, replacement in TRANSLATIONS:
         message = re.sub(pattern, replacement, message)
     return message
+
+
+def command_failed(command: str, error: BaseException) -> int:
+    """Print ``zoo COMMAND: error: ...`` (in the command line's words) on stderr; the exit status, 2."""
+    import sys
+
+    print(f"zoo {command}: error: {cli_words(error)}", file=sys.stderr)
+    return 2

@@ -105,10 +105,10 @@ def add_blocks_command(games) -> None:
 def run_blocks(args) -> int:
     from pathlib import Path
 
-    from zoo.files import check_replaceable, write_marker
+    from zoo.safe_writes import check_replaceable, write_marker
     from zoo.play.blocks_board import BlocksBoard, choose_board
     from zoo.play.blocks_game import BlocksGame
-    from zoo.play.console import LineSource, ShownOutput, clean_line
+    from zoo.play.terminal_text import LineSource, ShownOutput, clean_line
     from zoo.play.transcript import Transcript
 
     _tolerant_output()
@@ -201,7 +201,7 @@ def _check_transcript(args) -> None:
 
 
 def _note(text: str) -> None:
-    from zoo.play.console import shown
+    from zoo.play.terminal_text import shown
 
     print(shown(text), file=sys.stderr, flush=True)
 
@@ -215,7 +215,7 @@ def _tolerant_output() -> None:
 
 def run_light(args) -> int:
     from zoo.light.environment import load_world
-    from zoo.play.console import LineSource, ShownOutput
+    from zoo.play.terminal_text import LineSource, ShownOutput
     from zoo.play.light_game import LightGame
     from zoo.play.light_partner import load_partner
     from zoo.play.light_room import draw_seed, stage_room

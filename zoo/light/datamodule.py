@@ -99,7 +99,7 @@ class LightDataModule(L.LightningDataModule):
     batch (default: :func:`default_collate`); models pass their tokenising collate here.
     ``limit``: keep only N examples of each split (quick runs), or a mapping from split name
     to N (splits not named stay whole): the first N, or with ``limit_seed`` N drawn over the
-    split with that seed, in split order (:func:`zoo.subset.subset_indices`); ``split_sizes``
+    split with that seed, in split order (:func:`zoo.example_sample.subset_indices`); ``split_sizes``
     holds each built split's size before the limit. Under DDP the evaluation loaders split the
     examples over the ranks without padding, so metrics reduced over ranks count every example
     exactly once. ``sim``: the LIGHT-sim corpus made on first use (``zoo.light.sim.SimCorpus``) when
@@ -235,7 +235,7 @@ class LightDataModule(L.LightningDataModule):
             limit = self.limit.get(split) if isinstance(self.limit, Mapping) else self.limit
             self.split_sizes[split] = len(examples)
             if limit is not None:
-                from zoo.subset import subset_indices
+                from zoo.example_sample import subset_indices
 
                 chosen = subset_indices(len(examples), limit, self.limit_seed or 0, first=self.limit_seed is None)
                 examples, contexts = [examples[i] for i in chosen], [contexts[i] for i in chosen]

@@ -2,7 +2,7 @@
 
 The metric follows the task: ``r_at_1`` (R@1 over the 20 candidates) for dialogue,
 ``accuracy`` (R@1 over the available actions or the 22 emotes) for action and emote; ``mrr``
-is reported beside it, and with a :class:`~zoo.bootstrap.Bootstrap` each metric's interval
+is reported beside it, and with a :class:`~zoo.bootstrap_intervals.Bootstrap` each metric's interval
 over examples (small yardsticks such as the real fixture need it). Results carry ``data``
 (``LIGHT`` or ``LIGHT-sim``) so no number travels without its corpus.
 """
@@ -15,11 +15,11 @@ from typing import Any, Iterable, Sequence
 
 import torch
 
-from zoo.bootstrap import Bootstrap
+from zoo.bootstrap_intervals import Bootstrap
 from zoo.light.datamodule import LightDataModule, LightDataset
 from zoo.light.examples import LightExample, label_type
 from zoo.light.metrics import expected_hits, reciprocal_ranks
-from zoo.progress import CountProgress
+from zoo.count_progress import CountProgress
 
 
 def metric_name(task: str) -> str:

@@ -322,7 +322,7 @@ def dump_pickle(obj: Any, path: str | os.PathLike, protocol: int = 4) -> Path:
         loads_pickle(data, source=str(path))
     except UnsafePickleError as error:
         raise TypeError(f"refusing to write {path}: the data holds a non-plain object ({error})") from error
-    from zoo.files import atomic_write
+    from zoo.safe_writes import atomic_write
 
     atomic_write(path, lambda handle: handle.write(data), sync=True)
     return path

@@ -222,7 +222,7 @@ class BiRanker(NeuralRanker):
     def encode_sorted(self, ids: Sequence[Sequence[int]], progress: bool = False) -> torch.Tensor:
         """Candidate embeddings ``[N, D]`` (float32) of token ``ids`` in length-sorted batches,
         which waste little on padding, under whatever precision and threads the caller set."""
-        from zoo.progress import CountProgress
+        from zoo.count_progress import CountProgress
 
         size = self.hparams.encode_batch_size
         order = sorted(range(len(ids)), key=lambda i: len(ids[i]))

@@ -5,7 +5,7 @@
 partner says, does and emotes, :mod:`~zoo.play.retrieval_index` keeps the utterances it
 retrieves from, :mod:`~zoo.play.light_game` runs the turns). ``zoo play blocks``: a Blocks
 board you instruct (:mod:`~zoo.play.blocks_board`, :mod:`~zoo.play.blocks_game`). Both read
-lines from a person or a script (:mod:`~zoo.play.console`) and can write every turn to a JSONL
+lines from a person or a script (:mod:`~zoo.play.terminal_text`) and can write every turn to a JSONL
 transcript (:mod:`~zoo.play.transcript`). This package sits above the models and the domains:
 it may import both; neither imports it.
 """

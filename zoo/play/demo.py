@@ -39,7 +39,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from importlib import resources
 from pathlib import Path
 
-from zoo.play.console import shown
+from zoo.play.terminal_text import shown
 
 MAX_BODY_BYTES = 64 * 1024
 MAX_JSON_DEPTH = 16
@@ -101,7 +101,7 @@ class Demo:
         return {"game": key, "seed": seed, "output": self._drain(out), **self._light_view(game)}
 
     def light_line(self, key: str, line: str) -> dict:
-        from zoo.play.console import clean_line
+        from zoo.play.terminal_text import clean_line
 
         game, out = self._get(self.light, key, "LIGHT")
         text, note = clean_line(str(line))
@@ -134,7 +134,7 @@ class Demo:
                 "picture": self._data_url(picture, "image/png")}
 
     def blocks_instruction(self, key: str, instruction: str) -> dict:
-        from zoo.play.console import clean_line
+        from zoo.play.terminal_text import clean_line
 
         game = self._get(self.blocks, key, "Blocks")
         text, _ = clean_line(str(instruction))

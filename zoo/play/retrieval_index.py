@@ -11,7 +11,7 @@ of the corpus files, so a new model or corpus gets a new index and never a stale
 The directory holds ``embeddings.safetensors`` (float16: the released weights are float16
 already; half the disk and load time of float32), ``texts.json`` and ``index.json`` with
 both keys and the sha256 of the two data files. It is written through a staging directory
-renamed into place (:func:`zoo.files.replace_directory`), so a killed build leaves no half
+renamed into place (:func:`zoo.safe_writes.replace_directory`), so a killed build leaves no half
 index; a load re-checks every hash and rebuilds on any mismatch. Nothing is unpickled:
 safetensors and JSON only.
 """
@@ -156,7 +156,7 @@ def build_index(directory: Path, model, texts: list[str], weights: str, corpus: 
     """Encode ``texts`` with ``model`` and store them at ``directory`` (atomically)."""
     from safetensors.torch import save_file
 
-    from zoo.files import replace_directory
+    from zoo.safe_writes import replace_directory
 
     started = time.perf_counter()
     index = model.index_candidates(texts, progress=progress)

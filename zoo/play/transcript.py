@@ -90,7 +90,7 @@ class Transcript:
             return
         self._stream.close()
         self._stream = None
-        from zoo.files import honour_umask, place_new
+        from zoo.safe_writes import honour_umask, place_new
 
         temporary = Path(self._temporary)
         if self.append:

@@ -31,7 +31,7 @@ from zoo.callbacks.goal_evaluation import GoalEvaluation
 from zoo.callbacks.objective_loops import loop_callbacks
 from zoo.callbacks.rollout_evaluation import RolloutEvaluation
 from zoo.experiment import resume_path
-from zoo.files import marker_record
+from zoo.safe_writes import marker_record
 from zoo.models.blocks import BlocksPolicy, BlocksSupervised
 from zoo.models.blocks.network import NETWORK_OPTIONS
 from zoo.models.blocks.network_config import BlocksNetworkConfig

@@ -29,7 +29,7 @@ from omegaconf import DictConfig, OmegaConf
 from zoo.callbacks.run_legs import totals
 from zoo.experiment import end_logging, load_config, start_run
 from zoo.factory import model_spec
-from zoo.files import atomic_write_text, marker_record
+from zoo.safe_writes import atomic_write_text, marker_record
 from zoo.recipes import RECIPES_DIR, TINY_DIR, recipe_files
 from zoo.registry import ModelSpec
 from zoo.run_directory import RunDirectory, one_line_write_errors

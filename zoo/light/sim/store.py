@@ -46,7 +46,7 @@ def write_corpus(splits: dict[str, list[Episode]], directory: str | os.PathLike,
     manifest, into a temporary sibling first so a crash never leaves half a corpus. With a
     ``shard`` (:class:`~zoo.light.sim.llm_speech.SpeechShard`), ``splits`` hold only its chats:
     one pickle per split, and the label and manifest say which part of ``config``'s corpus it is."""
-    from zoo.files import replace_directory
+    from zoo.safe_writes import replace_directory
 
     directory = Path(directory)
     release = config.release_layout and shard is None

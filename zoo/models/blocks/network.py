@@ -21,7 +21,7 @@ from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
 from zoo.models.blocks.network_config import INITIALISATIONS, NETWORK_OPTIONS, BlocksNetworkConfig  # noqa: F401
 from zoo.models.incremental_conv import FirstConvolutionTracker
-from zoo.scratch import ScratchBuffers
+from zoo.scratch_buffers import ScratchBuffers
 
 NO_BLOCK = MAX_BLOCKS  # "none" value of the previous block at episode start
 NO_DIRECTION = NUM_DIRECTIONS + 1  # "none" value of the previous direction
