@@ -139,38 +139,29 @@ def test_an_unknown_kind_is_a_programming_error(tmp_path):
         check_replaceable(tmp_path / "x", kind="output")
 
 
-# --- markers older zoo wrote ---------------------------------------------------------------
+# --- a marker recording no kind zoo writes ------------------------------------------------
 
 
-@pytest.mark.parametrize("marker, files, kind", [
-    ('{"written_by": "zoo", "kind": "output"}\n', ["config.json", "model.safetensors"], "model"),
-    ('{"written_by": "zoo", "kind": "output"}\n', ["sim_manifest.json", "light_data.pkl"], "corpus"),
-    ('{"written_by": "zoo", "kind": "light retrieval index"}\n', ["index.json"], "retrieval-index"),
-    ('{"written_by": "zoo", "kind": "zoo play blocks"}\n', ["start.png"], "gifs"),
-    ("", ["index.json", "embeddings.safetensors", "texts.json"], "retrieval-index"),
-    ('{"written_by": "zo', ["start.png", "instruction-1.gif"], "gifs"),
+@pytest.mark.parametrize("marker", [
+    '{"written_by": "zoo", "kind": "output"}\n',
+    '{"written_by": "zoo", "kind": "light retrieval index"}\n',
+    '{"written_by": "zoo", "kind": "zoo play blocks"}\n',
+    '{"written_by": "zoo"}\n',
+    "",
+    '{"written_by": "zo',
 ])
-def test_an_older_marker_counts_as_the_kind_its_contents_show(tmp_path, marker, files, kind):
+def test_a_marker_recording_no_kind_zoo_writes_marks_nothing(tmp_path, marker):
     directory = tmp_path / "old"
     directory.mkdir()
     (directory / MARKER_NAME).write_text(marker)
-    for name in files:
-        (directory / name).write_text("x")
-    assert output_kind(directory) == kind
-    assert check_replaceable(directory, kind=kind) == directory
-    other = next(k for k in OUTPUT_KINDS if k != kind)
-    with pytest.raises(UnsafeDestinationError, match=f"it holds {OUTPUT_KINDS[kind]}"):
-        check_replaceable(directory, kind=other)
-
-
-def test_an_older_marker_over_contents_of_no_known_kind_is_refused_unless_alone(tmp_path):
-    directory = tmp_path / "old"
-    directory.mkdir()
-    (directory / MARKER_NAME).write_text('{"written_by": "zoo", "kind": "output"}\n')
-    assert check_replaceable(directory, kind="corpus") == directory  # the marker alone: nothing to lose
-    (directory / "thesis.tex").write_text("precious")
-    with pytest.raises(UnsafeDestinationError, match="a kind zoo cannot tell"):
-        check_replaceable(directory, kind="corpus")
+    assert output_kind(directory) is None
+    assert check_replaceable(directory, kind="retrieval-index") == directory  # the marker alone: nothing to lose
+    (directory / "index.json").write_text("{}")
+    (directory / "embeddings.safetensors").write_text("x")
+    for kind in OUTPUT_KINDS:
+        with pytest.raises(UnsafeDestinationError, match="it is not empty and zoo did not write it"):
+            check_replaceable(directory, kind=kind)
+    assert (directory / "index.json").read_text() == "{}"
 
 
 def test_a_marker_that_is_a_link_or_a_pipe_is_not_zoos(tmp_path):

@@ -10,10 +10,9 @@ not write, one it marked for another kind (a corpus is never written over a trai
 a file, a link, and the working directory, a home directory or a filesystem root whatever
 they hold.
 
-Markers written by older zoo name no kind of this list (no kind, ``"output"``, or an
-unreadable file); their kind is read from what the directory holds (:func:`_implied_kind`:
-``config.json`` is a model, ``sim_manifest.json`` a corpus, ...). A legacy directory whose
-contents imply no kind is accepted only when it holds nothing but the marker.
+A marker that records no kind of this list (none, another name, an unreadable file) marks
+nothing: its directory is refused like any other zoo did not write, unless it holds nothing
+but the marker.
 """
 
 from __future__ import annotations
@@ -42,9 +41,6 @@ OUTPUT_KINDS = {
     "retrieval-index": "a retrieval index",
 }
 """Every kind of directory zoo writes, and how an error message names what one holds."""
-
-_LEGACY_KINDS = {"light retrieval index": "retrieval-index", "zoo play blocks": "gifs"}
-"""Kinds older zoo recorded under other names."""
 
 _MARKER_MAX_BYTES = 4096
 
@@ -84,8 +80,8 @@ def _listing(directory: Path) -> dict[str, os.DirEntry]:
 
 
 def _read_marker(directory: Path) -> str | None:
-    """The kind the marker in ``directory`` records, or None (no kind, unreadable, gone).
-    The marker is opened without following a link or waiting on a pipe, and read bounded."""
+    """The kind of :data:`OUTPUT_KINDS` the marker in ``directory`` records, or None (none, another
+    name, unreadable, gone). The marker is opened without following a link or waiting on a pipe, and read bounded."""
     try:
         descriptor = os.open(directory / MARKER_NAME, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
     except OSError:
@@ -100,7 +96,7 @@ def _read_marker(directory: Path) -> str | None:
         kind = json.loads(raw.decode("utf-8")).get("kind")
     except (ValueError, AttributeError):
         return None
-    return _LEGACY_KINDS.get(kind, kind) if isinstance(kind, str) else None
+    return kind if isinstance(kind, str) and kind in OUTPUT_KINDS else None
 
 
 def _marker_temporary(name: str) -> bool:
@@ -114,36 +110,17 @@ def _contents(names) -> set[str]:
     return {name for name in names if name != MARKER_NAME and not _marker_temporary(name)}
 
 
-def _implied_kind(names: set[str]) -> str | None:
-    """The kind a directory's contents imply, for markers older zoo wrote without one."""
-    if "config.json" in names:
-        return "model"
-    if "sim_manifest.json" in names:
-        return "corpus"
-    if "index.json" in names and "embeddings.safetensors" in names:
-        return "retrieval-index"
-    if "config.yaml" in names or "checkpoints" in names or "metrics.jsonl" in names:
-        return "run"
-    if any(name.endswith(".gif") for name in names):
-        return "gifs"
-    return None
-
-
 def output_kind(directory: str | os.PathLike) -> str | None:
     """The kind of zoo output ``directory`` holds (see :data:`OUTPUT_KINDS`), or None when it
-    carries no marker or zoo cannot tell."""
+    carries no marker recording one."""
     directory = Path(directory)
     try:
-        names = _listing(directory)
+        marker = _listing(directory).get(MARKER_NAME)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    marker = names.get(MARKER_NAME)
     if marker is None or not marker.is_file(follow_symlinks=False):
         return None
-    recorded = _read_marker(directory)
-    if recorded is not None and recorded != "output":
-        return recorded
-    return _implied_kind(_contents(names))
+    return _read_marker(directory)
 
 
 def _why_not(directory: Path, kind: str) -> str | None:
@@ -151,18 +128,15 @@ def _why_not(directory: Path, kind: str) -> str | None:
     names = _listing(directory)
     contents = _contents(names)
     marker = names.get(MARKER_NAME)
-    if marker is None or not marker.is_file(follow_symlinks=False):
-        # empty, or holding only what a write_marker killed mid-write left: nothing of anyone's
-        return "it is not empty and zoo did not write it" if contents or MARKER_NAME in names else None
-    recorded = _read_marker(directory)
-    if recorded is None or recorded == "output":  # older zoo: the contents say what it is
-        recorded = _implied_kind(contents)
-        if recorded is None:
-            return "it holds zoo output of a kind zoo cannot tell" if contents else None
+    regular = marker is not None and marker.is_file(follow_symlinks=False)
+    recorded = _read_marker(directory) if regular else None
+    if recorded is None:
+        # empty, holding only what a write_marker killed mid-write left, or only a marker that marks
+        # nothing: nothing of anyone's
+        return "it is not empty and zoo did not write it" if contents or marker is not None and not regular else None
     if recorded == kind:
         return None
-    holds = OUTPUT_KINDS.get(recorded, f"zoo output of kind {recorded!r}")
-    return f"it holds {holds}, not {OUTPUT_KINDS[kind]}"
+    return f"it holds {OUTPUT_KINDS[recorded]}, not {OUTPUT_KINDS[kind]}"
 
 
 def _known(kind: str) -> str:
