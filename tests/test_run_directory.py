@@ -17,6 +17,8 @@ from omegaconf import OmegaConf
 from zoo.callbacks.run_legs import RunLegs, totals
 from zoo.callbacks.run_model_checkpoint import moved
 from zoo.checkpoint_io import AtomicCheckpointIO, CheckpointWriteError
+from zoo.experiment import load_config
+from zoo.recipes import recipe_files
 from zoo.safe_writes import MARKER_NAME, marker_record
 from zoo.run_directory import (
     CONFIG_NAME,
@@ -347,7 +349,7 @@ def test_a_finished_run_is_rerun_without_loading_data_but_a_cut_extension_goes_o
         assert snapshot(run_dir) == before
     # an extension recorded (changes.jsonl) but killed before it wrote its results: the rerun trains it
     longer = [*supervised, "trainer.max_epochs=2", "resume.allow_changed=[trainer.max_epochs]"]
-    with RunDirectory.open(runner.load_config(runner.blocks_recipe_files(longer), longer)):
+    with RunDirectory.open(load_config(recipe_files("blocks-supervised"), longer)):
         pass
     assert recipe.main(longer) == 0
     extended = json.loads((run_dir / "results.json").read_text())
