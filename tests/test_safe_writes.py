@@ -1,4 +1,4 @@
-"""Outputs replace only what zoo wrote: the data-loss reports, reproduced first."""
+"""Outputs replace only what zoo wrote: each way a write could lose a user's files, shown refused."""
 
 from __future__ import annotations
 
