@@ -27,7 +27,7 @@ from zoo.blocks.history import standardize
 from zoo.blocks.observation import BlocksObservation, RawStacks
 from zoo.blocks.vocab import Vocabulary
 from zoo.models.blocks.goal import BlocksGoalPredictor
-from zoo.models.blocks.goal_actor import GoalActor
+from zoo.models.blocks.goal_actor import LOCATION_CELLS, GoalActor
 from zoo.models.blocks.network_config import BlocksNetworkConfig
 from zoo.models.blocks.policy import BlocksPolicy, register_objective
 
@@ -166,12 +166,12 @@ class BlocksGoal(BlocksPolicy):
                                                         goal_cell(batch["goal"]), batch["block"])
         action = batch["action"].to(self.device)
         target = torch.where(action == STOP, NUM_DIRECTIONS, action % NUM_DIRECTIONS)
-        where = goal_cell(batch["block_position"]).to(self.device)
+        where = goal_cell(batch["block_position"], LOCATION_CELLS).to(self.device)
         direction_loss, location_loss = F.nll_loss(directions, target), F.cross_entropy(location.float(), where)
         size = len(target)
         self.log(f"{stage}/accuracy", (directions.argmax(-1) == target).float().mean(), batch_size=size,
                  prog_bar=stage == "val")
-        self.log(f"{stage}/location_error", goal_errors(cell_centre(location.detach().argmax(-1).cpu()),
+        self.log(f"{stage}/location_error", goal_errors(cell_centre(location.detach().argmax(-1).cpu(), LOCATION_CELLS),
                                                         batch["block_position"]).mean(), batch_size=size)
         self.log(f"{stage}/direction_loss", direction_loss, batch_size=size)
         return direction_loss + self.hparams.location_weight * location_loss
