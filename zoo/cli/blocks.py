@@ -126,8 +126,13 @@ def run_eval(args) -> int:
           f"({result['stop_rate']:.0%} ended by STOP), "
           f"{result['steps']} steps in "
           f"{result['seconds']:.1f}s on {current_choice()}{versus}", file=sys.stderr if args.json else sys.stdout)
+    return _finish(args, policy, summary)
+
+
+def _finish(args, model, summary: dict) -> int:
+    """``--save`` the evaluated model, and with ``--json`` the summary as stdout's last line."""
     if args.save is not None:
-        policy.save_pretrained(args.save)
+        model.save_pretrained(args.save)
         print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
     if args.json:
         print(json.dumps(summary))
@@ -159,12 +164,7 @@ def _report_reading(args, reader, examples, total: int, source: str) -> int:
     print(f"Blocks {args.split} ({source} data), {summary['model']} reads: {_reading_words(reading)}; "
           f"{subset_words(summary['episodes'], 'episodes')} in {summary['seconds']:.1f}s on {current_choice()}",
           file=sys.stderr if args.json else sys.stdout)
-    if args.save is not None:
-        reader.save_pretrained(args.save)
-        print(f"saved {summary['model']} to {args.save}", file=sys.stderr if args.json else sys.stdout)
-    if args.json:
-        print(json.dumps(summary))
-    return 0
+    return _finish(args, reader, summary)
 
 
 def run_render(args) -> int:

@@ -45,6 +45,18 @@ def coordinate_channels(size: int) -> torch.Tensor:
     return torch.stack([axis[None, :].expand(size, size), axis[:, None].expand(size, size)])
 
 
+def decoded(filtered: list[torch.Tensor], decoder: nn.ModuleList) -> torch.Tensor:
+    """LingUNet's decoder: from the deepest filtered level back up to the first level's size, each
+    transposed convolution fed what came up joined with its own level's filtered map; returns the
+    result joined with the first filtered level, [B, 2 * channels, H, W] of that level."""
+    up = filtered[-1]
+    for step, deconvolution in enumerate(decoder):
+        skip = filtered[-2 - step]
+        joined = up if step == 0 else torch.cat([up, filtered[-1 - step]], dim=1)
+        up = F.leaky_relu(deconvolution(joined, output_size=skip.shape[-2:]))
+    return torch.cat([up, filtered[0]], dim=1)
+
+
 class TextKernels(nn.Module):
     """A 1x1 convolution per example whose ``channels x channels`` kernel is a linear function of
     the instruction vector, each output kernel scaled to unit norm (LingUNet's text kernels)."""
@@ -125,12 +137,7 @@ class BlocksGoalPredictor(Grounded):
             features = F.leaky_relu(norm(convolution(features)))
             levels.append(features)
         filtered = [kernels(level, text) for kernels, level in zip(self.text_kernels, levels)]
-        up = filtered[-1]
-        for step, deconvolution in enumerate(self.decoder):
-            skip = filtered[-2 - step]
-            joined = up if step == 0 else torch.cat([up, filtered[-1 - step]], dim=1)
-            up = F.leaky_relu(deconvolution(joined, output_size=skip.shape[-2:]))
-        scores = self.goal_scores(torch.cat([up, filtered[0]], dim=1)).flatten(1)
+        scores = self.goal_scores(decoded(filtered, self.decoder)).flatten(1)
         pooled = levels[-1].mean(dim=(2, 3))
         block = self.block_head(torch.cat([text, pooled], dim=1)).log_softmax(-1)
         return scores, block

@@ -81,6 +81,8 @@ class GoalActor(nn.Module):
     def forward(self, frames: torch.Tensor, cells: torch.Tensor, blocks: torch.Tensor
                 ) -> tuple[torch.Tensor, torch.Tensor]:
         """``frames`` [B, 3, H, W] standardised, ``cells`` [B] goal cells, ``blocks`` [B]."""
+        from zoo.models.blocks.goal import decoded
+
         cells, blocks = cells.to(frames.device), blocks.to(frames.device)
         marks = goal_marks(cells).to(frames.dtype)
         features = torch.cat([frames, marks, self.coordinates.expand(len(frames), -1, -1, -1).to(frames.dtype)], dim=1)
@@ -91,12 +93,7 @@ class GoalActor(nn.Module):
             features = F.leaky_relu(convolution(features))
             levels.append(features)
         filtered = [kernels(level, block) for kernels, level in zip(self.block_kernels, levels)]
-        up = filtered[-1]
-        for step, deconvolution in enumerate(self.decoder):
-            skip = filtered[-2 - step]
-            joined = up if step == 0 else torch.cat([up, filtered[-1 - step]], dim=1)
-            up = F.leaky_relu(deconvolution(joined, output_size=skip.shape[-2:]))
-        location = self.location_scores(torch.cat([up, filtered[0]], dim=1)).flatten(1)
+        location = self.location_scores(decoded(filtered, self.decoder)).flatten(1)
         where = location.float().softmax(-1) @ self.cell_grid  # the block's expected (column, row), [B, 2]
         goal = cell_coordinates(cells).to(where.device)
         summary = torch.cat([where, goal, goal - where, levels[-1].mean(dim=(2, 3)).float(),
