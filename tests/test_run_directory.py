@@ -8,8 +8,10 @@ import importlib.util
 import json
 import os
 import shutil
+import signal
 from pathlib import Path
 
+import lightning as L
 import pytest
 import torch
 from omegaconf import OmegaConf
@@ -354,3 +356,25 @@ def test_a_finished_run_is_rerun_without_loading_data_but_a_cut_extension_goes_o
     assert recipe.main(longer) == 0
     extended = json.loads((run_dir / "results.json").read_text())
     assert extended["global_step"] == 12 and extended["settings_sha256"] != first["settings_sha256"]
+
+
+class StopInEpoch(L.Callback):
+    """SIGTERM to this process after the first batch of epoch ``epoch``: the run stops with a checkpoint there."""
+
+    def __init__(self, epoch: int):
+        self.epoch = epoch
+
+    def on_train_batch_end(self, trainer, pl_module, outputs, batch, batch_idx) -> None:
+        if trainer.current_epoch == self.epoch and batch_idx == 0:
+            os.kill(os.getpid(), signal.SIGTERM)
+
+
+def test_fewer_epochs_than_a_stopped_run_has_trained_is_one_line(tmp_path):
+    recipe = blocks_recipe()
+    run_dir = tmp_path / "r"
+    trained = [*BLOCKS_TINY, "model.name=blocks-supervised", f"run_dir={run_dir}", "trainer.max_epochs=4"]
+    with pytest.raises(SystemExit):
+        recipe.main(trained, extra_callbacks=[StopInEpoch(2)])  # stopped in its third epoch
+    shorter = [*trained, "trainer.max_epochs=1", "resume.allow_changed=[trainer.max_epochs]"]
+    with pytest.raises(SystemExit, match=r"has trained past trainer.max_epochs=1: 2 epochs are done"):
+        recipe.main(shorter)

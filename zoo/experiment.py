@@ -302,6 +302,8 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     from zoo.callbacks.finite_training import NonFiniteTrainingError
     from zoo.callbacks.graceful_stop import GracefulStop
     from zoo.callbacks.run_model_checkpoint import CheckpointStateError
+    from lightning.fabric.utilities.exceptions import MisconfigurationException
+
     from zoo.checkpoint_io import CheckpointWriteError
 
     ckpt = resume_path(run_dir)
@@ -313,6 +315,12 @@ def fit_resuming(trainer: L.Trainer, model, datamodule, run_dir: Path) -> None:
     except SystemExit:  # Lightning ends a SIGTERMed fit with SIGTERMException (a SystemExit, code 0)
         if GracefulStop.requested_on(trainer):
             raise stopped_on_request(trainer, stopped) from None  # non-zero: a pipeline of recipes stops here
+        raise
+    except MisconfigurationException as error:
+        if ckpt and "restored a checkpoint with current_epoch" in str(error):  # max_epochs below the run's epochs
+            raise SystemExit(f"{ckpt} has trained past trainer.max_epochs={trainer.max_epochs}: "
+                             f"{str(error).split('current_epoch=')[1].split(',')[0]} epochs are done; "
+                             f"give at least that many to finish the run") from None
         raise
     except RuntimeError as error:
         if ckpt and ("size mismatch" in str(error) or "Missing key" in str(error) or "Unexpected key" in str(error)):

@@ -24,7 +24,7 @@ def render_episode(policy, example: Example, out: str | Path, data_dir=None, ren
     runner = EpisodeRunner(renderer or BoardRenderer(data_dir), device=policy.device)
     act = greedy_actions(policy)
     runner.start([example], images=True, demonstrations=policy.needs_demonstrations,
-                 encode=policy.instruction_encoder)
+                 encode=policy.instruction_encoder, featurize=policy.instruction_featurizer)
     captions = [f"{example.instruction}\nstart, error {runner.env.error()[0]:.2f}"]
     step = 0
     while not runner.env.all_done:
