@@ -146,14 +146,14 @@ def test_every_light_constructor_argument_has_a_rule():
 
 def test_the_blocks_model_options_are_each_objective_s_arguments():
     """Every option a Blocks recipe's schema checks is an argument of that objective's class, and
-    every objective setting of the class (beyond the network's fixed history and image size) has a rule."""
+    every objective setting of the class (beyond the data's words and the frames' fixed size) has a rule."""
     from zoo.factory import model_spec
 
     for name, schema in BLOCKS_RECIPES.items():
         options = schema.model_fields["model"].annotation.model_fields["options"].annotation.__args__[0]
         arguments = model_spec(name).cls.config_keys()
         assert set(options.model_fields) <= arguments, name
-        assert arguments - set(options.model_fields) == {"vocabulary", "history", "image_size"}, name
+        assert arguments - set(options.model_fields) == {"vocabulary", "image_size"}, name
         yaml = OmegaConf.merge(*(OmegaConf.load(path) for path in recipe_files(name)))
         assert set(yaml.model.options) <= set(options.model_fields), name
 

@@ -106,7 +106,8 @@ OPTION_RULES: dict[str, Any] = {
     **dict.fromkeys(("embedding_dim", "dim", "d_model", "lstm_dim", "image_dim", "block_embedding_dim",
                      "direction_embedding_dim", "hidden_dim"), Width),
     **dict.fromkeys(("conv_channels", "channels", "actor_channels"), Annotated[int, Field(ge=1, le=CHANNELS_MAX)]),
-    "levels": Annotated[int, Field(ge=2, le=6)],  # the goal reader's: 120 px halves to 4 px by the sixth
+    "levels": Annotated[int, Field(ge=2, le=6)],
+    "history": Annotated[int, Field(ge=0, le=16)],  # previous frames stacked with the current one  # the goal reader's: 120 px halves to 4 px by the sixth
     "ffn_dim": Annotated[int, Field(ge=1, le=FFN_MAX)],
     "layers": Layers, "hops": Layers, "heads": Annotated[int, Field(ge=1, le=HEADS_MAX)],
     **dict.fromkeys(("vocabulary_size", "vocab_size", "max_vocab"), Vocabulary),

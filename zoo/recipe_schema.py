@@ -25,6 +25,7 @@ from pydantic import Field, ValidationError, ValidationInfo, create_model, field
 
 from zoo.factory import model_spec
 from zoo.machine import machine_devices
+from zoo.models.blocks.goal import BlocksGoalPredictor
 from zoo.models.blocks.network_config import BlocksNetworkConfig
 from zoo.models.blocks.policy import BlocksPolicy, objective_class
 from zoo.recipe_constraints import (OPTION_RULES, TRAINER_RULES, OpenSection, RecipeConfigError, Section, Seed,
@@ -156,8 +157,9 @@ class OtherLightRecipe(LightRecipe):
 
 
 # ------------------------------------------------------------------------------------ Blocks
-FIXED_NETWORK_SETTINGS = ("vocabulary", "history", "image_size")
-"""Network settings no recipe sets: the data's words, and the history and image size its stacks have."""
+FIXED_NETWORK_SETTINGS = ("vocabulary", "image_size")
+"""Network settings no recipe sets: the data's words and the image size its frames have (``history``
+is a recipe's: the data module stacks as many previous frames as the network reads)."""
 NETWORK_SETTINGS = dataclass_fields(BlocksNetworkConfig, FIXED_NETWORK_SETTINGS, OPTION_RULES)
 """The network's other settings, each with its type and default from :class:`BlocksNetworkConfig`."""
 
@@ -176,10 +178,12 @@ BlocksNetworkOptions = blocks_options(BlocksPolicy)
 """What every objective takes: the network's settings and the learning rate."""
 OBJECTIVE_SECTIONS: dict[str, tuple[type[Section] | None, type[Section] | None]] = {
     "supervised": (None, None), "planner": (None, None), "bandit": (WarmStart, None), "reinforce": (WarmStart, None),
-    "dqn": (None, ReplayLoop), "dagger": (PolicyStart, ExpertLoopSettings), "spo": (PolicyStart, None)}
+    "dqn": (None, ReplayLoop), "dagger": (PolicyStart, ExpertLoopSettings), "spo": (PolicyStart, None),
+    "goal": (None, None)}
 """Each objective's ``start`` and ``loop`` sections (None: it takes none)."""
 OPTIONS: dict[str, type[OpenSection]] = {
-    **LIGHT_MODELS, **{f"blocks-{name}": blocks_options(objective_class(name)) for name in OBJECTIVE_SECTIONS}}
+    **LIGHT_MODELS, **{f"blocks-{name}": blocks_options(objective_class(name)) for name in OBJECTIVE_SECTIONS},
+    "blocks-goal-reader": options_section(BlocksGoalPredictor, dict(NETWORK_SETTINGS))}
 """Every ``model.name`` the recipes train -> the schema of its ``model.options``."""
 BanditOptions, DQNOptions, DaggerOptions, SpoOptions = (OPTIONS[f"blocks-{n}"] for n in ("bandit", "dqn", "dagger", "spo"))
 
@@ -207,7 +211,10 @@ def _blocks_recipe(objective: str) -> type[BlocksRecipe]:
     return type(f"BlocksRecipe{objective.title()}", (BlocksRecipe,), {"__annotations__": sections})
 
 
-BLOCKS_RECIPES: dict[str, type[BlocksRecipe]] = {f"blocks-{name}": _blocks_recipe(name) for name in OBJECTIVE_SECTIONS}
+BLOCKS_RECIPES: dict[str, type[BlocksRecipe]] = {
+    **{f"blocks-{name}": _blocks_recipe(name) for name in OBJECTIVE_SECTIONS},
+    "blocks-goal-reader": type("BlocksRecipeGoalReader", (BlocksRecipe,), {"__annotations__": {
+        "model": _model_section("blocks-goal-reader", OPTIONS["blocks-goal-reader"])}})}
 """``model.name`` -> the schema of that objective's recipe."""
 
 

@@ -44,7 +44,7 @@ class BlocksGoal(BlocksPolicy):
     tracks_images = False
 
     def __init__(self, vocabulary: list[str], *, reader: dict | None = None, reader_from: str | None = None,
-                 actor_channels: int = 32, location_weight: float = 1.0, learning_rate: float = 1e-3, **network):
+                 actor_channels: int = 32, location_weight: float = 1.0, **settings):
         """
         Args:
             vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first (the reader's).
@@ -56,12 +56,12 @@ class BlocksGoal(BlocksPolicy):
             location_weight: Weight of the actor's map of where the block stands (its
                 cross-entropy against the block's cell in each training frame) beside the
                 direction's negative log-likelihood.
-            learning_rate: Adam's learning rate for the actor.
-            **network: The Blocks network's settings (:class:`BlocksNetworkConfig`); the reader's
-                instruction encoder is sized by ``embedding_dim`` and ``lstm_dim``, and ``history``
-                must be 0: the actor reads the current frame alone, standardised on its own.
+            **settings: ``learning_rate`` (the actor's, :class:`BlocksPolicy`'s) and the Blocks
+                network's settings (:class:`BlocksNetworkConfig`); the reader's instruction encoder
+                is sized by ``embedding_dim`` and ``lstm_dim``, and ``history`` must be 0: the actor
+                reads the current frame alone, standardised on its own.
         """
-        super().__init__(vocabulary, learning_rate=learning_rate, **network)
+        super().__init__(vocabulary, **settings)
 
     def check_settings(self) -> None:
         if self.hparams.history != 0:
