@@ -15,7 +15,6 @@ from typing import Any, Callable, Mapping
 
 import lightning as L
 
-from zoo.blocks.reward import RewardConfig
 from zoo.callbacks.contextual_bandit import ContextualBanditLoop
 from zoo.callbacks.dqn_loop import DQNLoop
 from zoo.callbacks.expert_loop import ExpertLoop
@@ -51,31 +50,25 @@ def loop_callbacks(policy, datamodule, loop: Mapping[str, Any], seed: int) -> li
     return [_LOOPS[name](policy, datamodule, dict(loop), seed)]
 
 
-def _reward(policy) -> RewardConfig:
-    return RewardConfig(policy.hparams.reward, failure_penalty=policy.hparams.failure_penalty)
-
-
 @register_loop("contextual_bandit")
 def contextual_bandit(policy, datamodule, loop: dict, seed: int) -> ContextualBanditLoop:
-    return ContextualBanditLoop(datamodule.train_examples, _reward(policy), seed=seed, renderer=datamodule.renderer,
+    return ContextualBanditLoop(datamodule.train_examples, policy.reward_config(), seed=seed, renderer=datamodule.renderer,
                                 demo_cache=datamodule.demos, **loop)
 
 
 @register_loop("dqn")
 def dqn(policy, datamodule, loop: dict, seed: int) -> DQNLoop:
-    return DQNLoop(datamodule.train_examples, _reward(policy), seed=seed, renderer=datamodule.renderer,
+    return DQNLoop(datamodule.train_examples, policy.reward_config(), seed=seed, renderer=datamodule.renderer,
                    demo_cache=datamodule.demos, capacity=loop.pop("replay_size"), **loop)
 
 
 @register_loop("expert")
 def expert(policy, datamodule, loop: dict, seed: int) -> ExpertLoop:
-    settings = policy.hparams
-    return ExpertLoop(datamodule.train_examples, seed=seed, renderer=datamodule.renderer,
-                      beta_start=settings.beta_start, beta_decay=settings.beta_decay, beta_end=settings.beta_end,
+    return ExpertLoop(datamodule.train_examples, seed=seed, renderer=datamodule.renderer, **policy.beta_schedule(),
                       **loop)
 
 
 @register_loop("scheduled")
 def scheduled(policy, datamodule, loop: dict, seed: int) -> ScheduledLoop:
-    return ScheduledLoop(datamodule.train_examples, _reward(policy), seed=seed, renderer=datamodule.renderer,
-                         demo_cache=datamodule.demos, window=policy.hparams.baseline_window, **loop)
+    return ScheduledLoop(datamodule.train_examples, policy.reward_config(), seed=seed, renderer=datamodule.renderer,
+                         demo_cache=datamodule.demos, window=policy.baseline_window(), **loop)

@@ -92,6 +92,10 @@ class BlocksBandit(BlocksPolicy):
         if settings.episodes_per_update < 1:
             raise ValueError(f"episodes_per_update must be at least 1; got {settings.episodes_per_update}")
 
+    def reward_config(self) -> RewardConfig:
+        """The reward its rollouts are scored with (the training loop's, handed over by the objective)."""
+        return RewardConfig(self.hparams.reward, failure_penalty=self.hparams.failure_penalty)
+
     @property
     def automatic_optimization(self) -> bool:
         """Learning from rollouts makes several optimizer steps per batch (one per

@@ -55,6 +55,11 @@ class BlocksDagger(BlocksPolicy):
         if not self.hparams.stop_weight > 0:
             raise ValueError(f"stop_weight must be positive; got {self.hparams.stop_weight}")
 
+    def beta_schedule(self) -> dict[str, float]:
+        """The expert's share of the actions over the rollouts (``beta_start``, ``beta_decay``,
+        ``beta_end``), for the loop that plays them."""
+        return {key: self.hparams[key] for key in ("beta_start", "beta_decay", "beta_end")}
+
     @property
     def automatic_optimization(self) -> bool:
         """Several optimizer steps per rollout (one per minibatch), so it steps itself."""

@@ -41,6 +41,10 @@ class BlocksDQN(BlocksPolicy):
     def build_heads(self, hidden_dim: int) -> None:
         self.q_head = nn.Linear(hidden_dim, NUM_ACTIONS)
 
+    def reward_config(self) -> RewardConfig:
+        """The reward its transitions are scored with (the training loop's, handed over by the objective)."""
+        return RewardConfig(self.hparams.reward, failure_penalty=self.hparams.failure_penalty)
+
     def q_values(self, images, tokens, lengths, previous_action, text=None) -> torch.Tensor:
         """Q-value of each of the 81 actions [B, 81]."""
         return self.q_head(self.features(images, tokens, lengths, previous_action, text))

@@ -62,6 +62,10 @@ class BlocksSpo(BlocksBandit):
         if not settings.stop_weight > 0:
             raise ValueError(f"stop_weight must be positive; got {settings.stop_weight}")
 
+    def baseline_window(self) -> int:
+        """How many recent trials the moving baseline that splits cloning from PPO averages."""
+        return self.hparams.baseline_window
+
     def update(self, trials: ScheduledTrials, optimizer, backward=None) -> torch.Tensor:
         """``ppo_epochs`` clipped optimizer steps on the trials: each step's loss is PPO's on
         the decisions of the trials that met the baseline plus the cloning cross-entropy on
