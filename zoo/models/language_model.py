@@ -152,9 +152,9 @@ class CausalReplyModel(nn.Module):
                  targets: Sequence[str] = LORA_TARGETS, max_prompt_tokens: int = 192, max_header_tokens: int = 96,
                  max_reply_tokens: int = 32) -> None:
         super().__init__()
+        base, self.tokenizer = load_base(sha256)  # first: a missing package or base is one line naming the install
         from peft import LoraConfig, get_peft_model
 
-        base, self.tokenizer = load_base(sha256)
         self.lm = get_peft_model(base, LoraConfig(r=rank, lora_alpha=alpha, lora_dropout=dropout,
                                                   target_modules=list(targets), bias="none"))
         self.max_prompt_tokens, self.max_header_tokens = max_prompt_tokens, max_header_tokens
