@@ -8,6 +8,7 @@ import torch
 
 from zoo.hub import list_pretrained, pretrained_entry
 from zoo.factory import create_model, list_models, model_spec
+from zoo.models.blocks.goal import BlocksGoalPredictor
 
 HEAVY = {"light-bi-ranker", "light-cross-ranker", "light-generative"}  # need the embedded encoder
 
@@ -50,6 +51,11 @@ def test_every_registered_model_builds_and_states_its_benchmark(name):
     assert type(model) is model_spec(name).cls
     if model.domain == "light":
         assert callable(model.rank)
+    elif isinstance(model, BlocksGoalPredictor):  # a Blocks model that reads the goal; a goal policy acts on it
+        with torch.no_grad():
+            goal, block = model.eval().predict(torch.zeros(2, 3, 120, 120, dtype=torch.uint8),
+                                               torch.ones(2, 1, dtype=torch.long), torch.ones(2, dtype=torch.long))
+        assert goal.shape == (2, 2) and block.shape == (2,)
     else:
         assert_blocks_contract(model)
 

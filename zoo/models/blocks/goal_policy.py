@@ -44,7 +44,7 @@ class BlocksGoal(BlocksPolicy):
     tracks_images = False
 
     def __init__(self, vocabulary: list[str], *, reader: dict | None = None, reader_from: str | None = None,
-                 actor_channels: int = 32, location_weight: float = 1.0, **settings):
+                 actor_channels: int = 32, location_weight: float = 1.0, history: int = 0, **settings):
         """
         Args:
             vocabulary: The instruction words, ``<pad>`` and ``<unk>`` first (the reader's).
@@ -56,12 +56,13 @@ class BlocksGoal(BlocksPolicy):
             location_weight: Weight of the actor's map of where the block stands (its
                 cross-entropy against the block's cell in each training frame) beside the
                 direction's negative log-likelihood.
+            history: Previous frames stacked with the current one; 0, the only value: the actor
+                reads the current frame alone, standardised on its own (the network's default is 4).
             **settings: ``learning_rate`` (the actor's, :class:`BlocksPolicy`'s) and the Blocks
-                network's settings (:class:`BlocksNetworkConfig`); the reader's instruction encoder
-                is sized by ``embedding_dim`` and ``lstm_dim``, and ``history`` must be 0: the actor
-                reads the current frame alone, standardised on its own.
+                network's other settings (:class:`BlocksNetworkConfig`); the reader's instruction
+                encoder is sized by ``embedding_dim`` and ``lstm_dim``.
         """
-        super().__init__(vocabulary, **settings)
+        super().__init__(vocabulary, history=history, **settings)
 
     def check_settings(self) -> None:
         if self.hparams.history != 0:
@@ -142,6 +143,11 @@ class BlocksGoal(BlocksPolicy):
             scores[rows, blocks * NUM_DIRECTIONS + direction] = directions[:, direction]
         scores[:, STOP] = directions[:, NUM_DIRECTIONS]
         return scores
+
+    @torch.no_grad()
+    def act(self, observation: BlocksObservation, generator: torch.Generator | None = None) -> torch.Tensor:
+        """Greedy, or a draw from :meth:`action_probabilities` (not the paper network's two softmaxes)."""
+        return super(BlocksPolicy, self).act(observation, generator)
 
     def _read_at_start(self, observation: BlocksObservation) -> torch.Tensor:
         """A reading from the observation itself, which only a first step allows (its newest frame
