@@ -105,3 +105,12 @@ def test_a_runs_configuration_records_every_model_option_the_constructor_defines
     shown = capsys.readouterr().out
     assert f"model.options: {config.model.name}'s settings and their defaults" in shown
     assert all(f"    {key}:" in shown for key in defaults)
+
+
+def test_a_list_given_where_the_options_mapping_goes_is_refused_in_one_line():
+    from zoo.experiment import load_config
+    from zoo.recipes import recipe_files
+
+    with pytest.raises(SystemExit) as refused:  # found by the overrides fuzz: omegaconf's message has three lines
+        load_config(recipe_files("light-bi-ranker"), ["model.options.allow_download=false", "model.options=[]"])
+    assert str(refused.value).startswith("cannot read the configuration: Cannot merge") and "\n" not in str(refused.value)

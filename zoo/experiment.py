@@ -32,6 +32,11 @@ OPEN_MAPPINGS = ("data.limit", "data.procedural_sizes", "model.options")
 names), a model's constructor arguments (the recipe checks them against the constructor)."""
 
 
+def one_line(error: Exception) -> str:
+    """An error's message on one line: omegaconf adds ``full_key`` and ``object_type`` lines."""
+    return " ".join(line.strip() for line in str(error).splitlines() if line.strip()) or type(error).__name__
+
+
 def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: Sequence[str]) -> DictConfig:
     """The recipe's YAML (or several, merged in order), then ``--config other.yaml`` files,
     then ``key.sub=value`` overrides; ``--help`` prints the keys and their defaults;
@@ -63,7 +68,7 @@ def load_config(default: str | os.PathLike | Sequence[str | os.PathLike], argv: 
         defaults = OmegaConf.merge(*(OmegaConf.load(f) for f in files))
         given = OmegaConf.merge(*(OmegaConf.load(f) for f in extra_files), OmegaConf.from_dotlist(argv))
     except Exception as error:  # omegaconf's grammar and YAML errors
-        raise SystemExit(f"cannot read the configuration: {error}") from None
+        raise SystemExit(f"cannot read the configuration: {one_line(error)}") from None
     defaults = with_option_defaults(defaults, given)
     validate_overrides(defaults, given)
     config = OmegaConf.merge(defaults, given)
